@@ -1,0 +1,1 @@
+"""Hidden reference solutions, generated from the source notebooks."""

@@ -1,0 +1,9 @@
+"""Transformers from Scratch: the student-side package.
+
+Visible checks (`course.checks`), their stored fixtures, device selection, plots and widgets.
+It holds no reference solution: the checks compare against stored outputs and properties.
+"""
+from course.about import VERSION as __version__
+from course.notebook_setup import setup_notebook
+
+__all__ = ["__version__", "setup_notebook"]

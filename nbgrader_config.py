@@ -1,0 +1,32 @@
+"""nbgrader settings for this course. The repository root is the course directory."""
+import os
+
+c = get_config()  # noqa: F821 (provided by nbgrader)
+
+c.CourseDirectory.course_id = "transformers-from-scratch"
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".DS_Store"]
+
+# The kernel, named explicitly: the `python3` kernel of the environment that runs nbgrader.
+c.Execute.kernel_name = "python3"
+# PyTorch: the first import and the first CPU kernels take seconds; a training cell longer still.
+c.Execute.timeout = 300
+c.Execute.startup_timeout = 120
+c.Execute.interrupt_on_timeout = True
+
+# nbgrader gives 0 points to a test cell with anything on stderr. Drop harmless noise first:
+# Python and torch warnings, tqdm progress bars, and matplotlib's font cache notice.
+c.IgnorePattern.pattern = (
+    r"^(?:[^\n]*(?:Warning: |warnings\.warn\(|\d+%\||Matplotlib is building the font cache)[^\n]*(?:\n|$))+$"
+)
+c.IgnorePattern.enabled = True
+
+# A graded cell a student deleted comes back from the source version instead of being lost.
+c.OverwriteCells.add_missing_cells = True
+
+# Keep feedback and autograded copies small.
+c.LimitOutput.max_lines = 500
+c.LimitOutput.max_traceback = 60
+
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
