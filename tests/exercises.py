@@ -1,0 +1,28 @@
+"""How a test finds an exercise's visible check and hidden test from its public name."""
+import importlib
+import re
+
+from course.about import NOTEBOOKS
+
+MUTANT_MODULES = list(NOTEBOOKS.values())
+
+
+def snake(exercise: str) -> str:
+    """`TokenAndPositionEmbedding` -> `token_and_position_embedding`."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", exercise).lower()
+
+
+def visible_check(exercise: str):
+    return getattr(importlib.import_module("course.checks"), f"check_{snake(exercise)}")
+
+
+def hidden_test(module: str, exercise: str):
+    return getattr(importlib.import_module(f"autograder.hidden.{module}"), f"test_{snake(exercise)}")
+
+
+def module_of(exercise: str) -> str:
+    for module in MUTANT_MODULES:
+        mistakes = importlib.import_module(f"tests.mutants.{module}")
+        if any(e == exercise for e, _ in mistakes.MUTANTS + mistakes.VARIANTS):
+            return module
+    raise LookupError(exercise)

@@ -1,0 +1,9 @@
+"""Wrong and right implementations the checks and hidden tests are measured against.
+
+Each module `tests/mutants/<notebook module>.py` lists:
+- `MUTANTS`: `(exercise, implementation)` pairs of plausible mistakes that the feedback does not
+  necessarily name; every one must fail the visible check or the hidden test (lose points).
+- `VARIANTS`: `(exercise, implementation)` pairs of correct but different implementations (einsum,
+  loops, -1e9 instead of -inf, ...); each must pass both.
+The known mistakes in `autograder/mistakes/` are mutants too, and the feedback must name each one.
+"""

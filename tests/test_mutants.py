@@ -1,0 +1,76 @@
+"""Every known mistake is named by the feedback; every mutant loses points; every correct variant passes.
+
+Run directly against the visible checks and the hidden-test helpers (a few also run end to end
+through nbgrader in test_demo_class.py).
+"""
+import importlib
+
+import pytest
+
+from autograder.mistakes import for_exercise
+from course.checks.report import CheckFailed
+from tests.exercises import MUTANT_MODULES, hidden_test, module_of, visible_check
+
+
+def _listed(kind: str) -> list:
+    return list(_iter_listed(kind))
+
+
+def _iter_listed(kind: str):
+    for module in MUTANT_MODULES:
+        listing = importlib.import_module(f"tests.mutants.{module}")
+        for exercise, impl in getattr(listing, kind):
+            yield pytest.param(module, exercise, impl, id=f"{exercise}-{impl.__name__}")
+
+
+def _known_mistakes() -> list:
+    return list(_iter_known_mistakes())
+
+
+def _iter_known_mistakes():
+    for module in MUTANT_MODULES:
+        listing = importlib.import_module(f"tests.mutants.{module}")
+        for exercise in dict.fromkeys(e for e, _ in listing.MUTANTS + listing.VARIANTS):
+            for known in for_exercise(exercise):
+                yield pytest.param(module, known, id=f"{exercise}-{known.id}")
+
+
+def _fails(call) -> str | None:
+    """The failure message of `call()`, or None when it passes."""
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001: any failure loses the cell's points
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+@pytest.mark.parametrize("module, known", _known_mistakes())
+def test_known_mistake_is_named_by_the_visible_check(module, known, capsys):
+    with pytest.raises(CheckFailed) as failure:
+        visible_check(known.exercise)(known.impl)
+    assert known.message in str(failure.value), f"the check failed without naming {known.id}: {failure.value}"
+
+
+@pytest.mark.parametrize("module, known", _known_mistakes())
+def test_known_mistake_fails_the_hidden_test(module, known):
+    assert _fails(lambda: hidden_test(module, known.exercise)(known.impl)), f"{known.id} passed the hidden test"
+
+
+@pytest.mark.parametrize("module, exercise, impl", _listed("MUTANTS"))
+def test_mutant_loses_points(module, exercise, impl, capsys):
+    visible = _fails(lambda: visible_check(exercise)(impl))
+    hidden = _fails(lambda: hidden_test(module, exercise)(impl))
+    assert visible or hidden, f"{impl.__name__} passed both the visible check and the hidden test"
+
+
+@pytest.mark.parametrize("module, exercise, impl", _listed("VARIANTS"))
+def test_correct_variant_gets_full_points(module, exercise, impl, capsys):
+    assert _fails(lambda: visible_check(exercise)(impl)) is None
+    assert _fails(lambda: hidden_test(module, exercise)(impl)) is None
+
+
+@pytest.mark.parametrize("module", MUTANT_MODULES)
+def test_at_least_three_mistakes_named_per_exercise(module):
+    listing = importlib.import_module(f"tests.mutants.{module}")
+    for exercise in dict.fromkeys(e for e, _ in listing.MUTANTS + listing.VARIANTS):
+        assert len(for_exercise(exercise)) >= 3, f"{exercise} has fewer than 3 named mistakes"
