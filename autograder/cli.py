@@ -25,7 +25,7 @@ def _release(args) -> None:
 
 def _demo(args) -> None:
     from autograder.demo import run_demo
-    run_demo(jobs=args.jobs)
+    run_demo()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("release", help="nbgrader generate_assignment for every notebook, then validate --invert"
                         ).set_defaults(run=_release)
     demo = commands.add_parser("demo", help="build a demo class, grade it with nbgrader, print the scores")
-    demo.add_argument("--jobs", type=int, default=1, help=argparse.SUPPRESS)
     demo.set_defaults(run=_demo)
     args = parser.parse_args(argv)
     started = time.perf_counter()

@@ -1,0 +1,73 @@
+"""`python -m autograder demo`: release the course, hand in a demo class, grade it with nbgrader, print the scores."""
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+from autograder.demo.submissions import STUDENTS, write_submission
+from autograder.grading import Outcome, grade
+from autograder.paths import ROOT, notebook_path
+from autograder.release import release
+from course.about import NOTEBOOKS
+
+
+def hand_in(root: Path) -> None:
+    """Fresh `submitted/<student>/<assignment>/` folders for every demo student and notebook."""
+    for student in STUDENTS:
+        for folder in ("submitted", "autograded", "feedback"):
+            shutil.rmtree(root / folder / student, ignore_errors=True)
+        for assignment in NOTEBOOKS:
+            write_submission(student, notebook_path(root / "release", assignment),
+                             notebook_path(root / "source", assignment),
+                             notebook_path(root / "submitted" / student, assignment))
+
+
+def score_table(outcomes: list[Outcome]) -> str:
+    """One row per student, one column per notebook (`score/max`), then the reasons to look at."""
+    assignments = list(dict.fromkeys(o.assignment for o in outcomes))
+    students = list(dict.fromkeys(o.student for o in outcomes))
+    cell = {(o.student, o.assignment): f"{o.score:g}/{o.max_score:g}" for o in outcomes}
+    header = ["student"] + [a.split("_", 1)[0] for a in assignments] + ["total"]
+    rows = [header]
+    for s in students:
+        total = sum(o.score for o in outcomes if o.student == s)
+        top = sum(o.max_score for o in outcomes if o.student == s)
+        rows.append([s] + [cell.get((s, a), "-") for a in assignments] + [f"{total:g}/{top:g}"])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"  {o.student} / {o.assignment}: {o.reason}" for o in outcomes if o.reason]
+    if notes:
+        lines += ["", "Needs a look:"] + notes
+    return "\n".join(lines)
+
+
+def write_csv(outcomes: list[Outcome], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "assignment", "score", "max_score", "reason"])
+        for o in outcomes:
+            writer.writerow([o.student, o.assignment, o.score, o.max_score, o.reason])
+
+
+def run_demo(root: Path = ROOT, quiet: bool = True) -> list[Outcome]:
+    print("Building the release with nbgrader generate_assignment ...")
+    release(root, quiet=quiet)
+    print(f"Handing in {len(STUDENTS)} demo submissions: " + ", ".join(f"{s} ({what})" for s, what in STUDENTS.items()))
+    hand_in(root)
+    print("Grading with nbgrader autograde, generate_feedback and export ...")
+    outcomes = grade(root, list(NOTEBOOKS), quiet=quiet)
+    write_csv(outcomes, root / "reports" / "demo_scores.csv")
+    written = sum(o.written for o in outcomes if o.student == outcomes[0].student)
+    print()
+    print(f"Autograded points per student and notebook ({written:g} more points of written answers "
+          "wait for manual grading in formgrader):")
+    print(score_table(outcomes))
+    print()
+    print(f"Gradebook:   {root / 'gradebook.db'}")
+    print(f"Grades CSV:  {root / 'grades.csv'}  (nbgrader export)")
+    print(f"Score table: {root / 'reports' / 'demo_scores.csv'}")
+    print(f"Feedback:    {root / 'feedback'}/<student>/<assignment>/<notebook>.html")
+    return outcomes
