@@ -8,8 +8,8 @@ REPO_URL = "https://github.com/transformers-from-scratch/course"
 # Assignment folder name -> the module name of its exercises (reference, checks, fixtures, hidden tests).
 NOTEBOOKS = {
     "01_positional_encoding": "positional_encoding",
-    # "02_attention": "attention",
-    # "03_masking": "masking",
+    "02_attention": "attention",
+    "03_masking": "masking",
 }
 
 

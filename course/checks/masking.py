@@ -1,0 +1,294 @@
+"""Visible checks for notebook 03: `causal_mask`, `padding_mask` and `masked_attention`."""
+from __future__ import annotations
+
+import torch
+
+from course.checks.attention import call_attention
+from course.checks.compare import expect_tensor, expect_values, is_close, known_mistake
+from course.checks.report import CheckFailed, assert_written, fail, run_steps
+from course.device import available_devices, supported_dtypes
+from course.fixtures import load
+
+
+def expect_mask(what: str, actual, expected: torch.Tensor, mistakes: dict, meaning) -> None:
+    """Fail unless `actual` is the bool mask `expected`; say what the first wrong entry means and name a
+    known mistake (shape mistakes included) when the output matches one. `meaning(index, allowed)`
+    describes an entry in words."""
+    expect_tensor(what, actual)
+    named = known_mistake(actual, mistakes, torch.float64)
+    if tuple(actual.shape) != tuple(expected.shape):
+        message = f"{what} should have shape {tuple(expected.shape)}, but it has shape {tuple(actual.shape)}."
+    elif not is_close(actual, expected, torch.float64):
+        wrong = actual.detach().to("cpu", torch.float64) != expected.to(torch.float64)
+        index = tuple(int(i) for i in torch.nonzero(wrong)[0])
+        allowed = bool(expected[index])
+        message = (f"{what}{list(index)} should be {allowed} ({meaning(index, allowed)}), "
+                   f"but it is {actual[index].item()}.")
+    elif actual.dtype != torch.bool:
+        message = (f"{what} has the right values but dtype {actual.dtype}; a mask is a torch.bool tensor "
+                   "(comparisons such as `a <= b` give one).")
+    else:
+        return
+    if named:
+        message += f"\n  This is a known mistake: {named}"
+    fail(message)
+
+
+def _expect_on(what: str, actual, device) -> None:
+    device = torch.device(device)
+    expect_tensor(what, actual)
+    if actual.device.type != device.type:
+        fail(f"{what} was created on {actual.device.type}, but {device.type} was asked for. Create it there directly "
+             "(pass `device=...` to torch.arange / torch.ones); do not build it on the CPU and move it.")
+
+
+# ---------------------------------------------------------------- causal_mask
+
+def check_causal_mask(causal_mask) -> None:
+    """Stored masks (naming known mistakes), the default T_k, dtype, and the requested device (meta included)."""
+    fixture = load("masking")["causal_mask"]
+
+    def case(c):
+        def step():
+            args = {k: v for k, v in c["args"].items() if v is not None}
+            T_q = c["args"]["T_q"]
+            T_k = c["args"]["T_k"] or T_q
+
+            def meaning(index, allowed):
+                i, j = index
+                position = i + T_k - T_q
+                if allowed:
+                    return f"query {i} sits at position {position} and may see key {j}, which is not later"
+                return f"query {i} sits at position {position}; key {j} comes later and must stay hidden"
+            expect_mask(f"causal_mask({', '.join(map(str, args.values()))})", causal_mask(**args), c["expected"],
+                        c["mistakes"], meaning)
+        return step
+
+    def default_t_k():
+        mask, square = causal_mask(5), causal_mask(5, 5)
+        expect_tensor("causal_mask(5)", mask, shape=(5, 5), dtype=torch.bool)
+        if not torch.equal(mask, square):
+            fail("causal_mask(5) differs from causal_mask(5, 5): T_k defaults to T_q.")
+
+    def on_device(device):
+        def step():
+            _expect_on(f"causal_mask(4, 6, device={str(device)!r})", causal_mask(4, 6, device=device), device)
+            _expect_on(f"causal_mask(3, device={str(device)!r})", causal_mask(3, device=device), device)
+        return step
+
+    def on_meta():
+        mask = causal_mask(4, 6, device="meta")
+        _expect_on('causal_mask(4, 6, device="meta")', mask, "meta")
+        expect_tensor('causal_mask(4, 6, device="meta")', mask, shape=(4, 6), dtype=torch.bool)
+        _expect_on('causal_mask(3, device=torch.device("meta"))', causal_mask(3, device=torch.device("meta")), "meta")
+
+    def default_device():
+        _expect_on("causal_mask(3) (no device given)", causal_mask(3), torch.empty(0).device)
+
+    steps = [(f"matches causal_mask({c['args']['T_q']}" + (f", {c['args']['T_k']}" if c["args"]["T_k"] else "") + ")",
+              case(c)) for c in fixture["cases"]]
+    steps += [("T_k defaults to T_q", default_t_k)]
+    steps += [(f"is created on {d.type} when asked", on_device(d)) for d in available_devices()]
+    steps += [("is created on the meta device when asked (so it would be on a GPU too)", on_meta),
+              ("is created on the default device when no device is given", default_device)]
+    run_steps("causal_mask", steps)
+
+
+# ---------------------------------------------------------------- padding_mask
+
+def check_padding_mask(padding_mask) -> None:
+    """Stored masks (naming known mistakes), shape (B, 1, T), dtype bool, and lengths.device (meta included)."""
+    fixture = load("masking")["padding_mask"]
+
+    def case(c):
+        def step():
+            lengths, T = c["lengths"].clone(), c["T"]
+
+            def meaning(index, allowed):
+                b, _, t = index
+                kind = "a real token" if allowed else "padding"
+                return f"sequence {b} has length {int(c['lengths'][b])}, so position {t} is {kind}"
+            expect_mask(f"padding_mask({lengths.tolist()}, T={T})", padding_mask(lengths, T), c["expected"],
+                        c["mistakes"], meaning)
+            if not torch.equal(lengths, c["lengths"]):
+                fail("`padding_mask` changed `lengths` in place; leave its input as it is.")
+        return step
+
+    def on_device(device):
+        def step():
+            lengths = torch.tensor([3, 1], device=device)
+            mask = padding_mask(lengths, 4)
+            _expect_on(f"The mask for lengths on {device.type}", mask, device)
+            expect_tensor("The mask", mask, shape=(2, 1, 4), dtype=torch.bool)
+        return step
+
+    def on_meta():
+        lengths = torch.empty(3, dtype=torch.long, device="meta")
+        mask = padding_mask(lengths, 5)
+        _expect_on("The mask for lengths on the meta device", mask, "meta")
+        expect_tensor("The mask for 3 sequences of length T=5", mask, shape=(3, 1, 5), dtype=torch.bool)
+
+    def broadcasts():
+        lengths = torch.tensor([4, 2])
+        mask = padding_mask(lengths, 4)
+        expect_tensor("padding_mask(lengths, 4)", mask, shape=(2, 1, 4))
+        combined = mask & fixture["causal_4"].clone()
+        if not torch.equal(combined[1], torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0]]).bool()):
+            fail("Combined with a causal mask by `&`, sequence 1 (length 2) should let every query read keys 0 and 1 "
+                 "(up to its own position) and nothing after them.")
+
+    steps = [(f"matches padding_mask({c['lengths'].tolist()}, T={c['T']})", case(c)) for c in fixture["cases"]]
+    steps += [(f"is created on lengths.device ({d.type})", on_device(d)) for d in available_devices()]
+    steps += [("is created on lengths.device for meta tensors (so it would be on a GPU too)", on_meta),
+              ("combines with a causal mask by broadcasting over the queries", broadcasts)]
+    run_steps("padding_mask", steps)
+
+
+# ---------------------------------------------------------------- masked_attention
+
+def _random(*shape, generator, dtype=torch.float64):
+    return torch.randn(*shape, generator=generator, dtype=dtype)
+
+
+def check_masked_attention(masked_attention) -> None:
+    """Stored values on every device and dtype (naming known mistakes), then the properties of masking."""
+    fixture = load("masking")["masked_attention"]
+
+    def call(Q, K, V, mask):
+        return call_attention(lambda q, k, v: masked_attention(q, k, v, mask), Q, K, V, name="masked_attention")
+
+    def values_on(device: torch.device, dtype: torch.dtype):
+        def step():
+            for c in fixture["cases"]:
+                Q, K, V = (c[n].to(device, dtype, copy=True) for n in "QKV")  # copies: the fixture is shared
+                mask = None if c["mask"] is None else c["mask"].to(device, copy=True)
+                described = "no mask" if mask is None else f"a mask of shape {tuple(mask.shape)}"
+                try:
+                    output, weights = call(Q, K, V, mask)
+                    expect_tensor("The weights tensor", weights, shape=c["weights"].shape, dtype=dtype, device=device)
+                    expect_values("The weights tensor", weights, c["weights"], dtype, c["weight_mistakes"])
+                    expect_tensor("The output", output, shape=c["output"].shape, dtype=dtype, device=device)
+                    expect_values("The output", output, c["output"], dtype, c["output_mistakes"])
+                except CheckFailed as exc:
+                    fail(f"with Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} and {described}: "
+                         f"{exc.args[0]}")
+        return step
+
+    g = torch.Generator().manual_seed(31)
+
+    def masked_are_zero():
+        Q, K, V = 3 * _random(2, 5, 4, generator=g), 3 * _random(2, 7, 4, generator=g), _random(2, 7, 3, generator=g)
+        mask = torch.rand(2, 5, 7, generator=g) < 0.5
+        mask[..., 0] = True  # every query may read at least one key
+        _, weights = call(Q, K, V, mask)
+        leaked = weights.detach()[~mask]
+        if (leaked != 0).any():
+            fail(f"A masked key got weight {leaked.abs().max().item():.3g}; it must be exactly 0. Fill the masked "
+                 "scores with -inf (exp(-inf) = 0) before the softmax; a finite fill value must be so negative that its "
+                 "exp is exactly 0 (0 itself is far from enough: exp(0) = 1).")
+        sums = weights.detach().sum(-1)
+        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-9):
+            fail(f"Each query's weights over its allowed keys should sum to 1; row sums range from "
+                 f"{sums.min().item():.4g} to {sums.max().item():.4g}. Mask the scores before the softmax, "
+                 "not the weights after it.")
+
+    def empty_row():
+        Q, K, V = _random(2, 4, 3, generator=g), _random(2, 5, 3, generator=g), _random(2, 5, 2, generator=g)
+        mask = torch.ones(2, 4, 5, dtype=torch.bool)
+        mask[0, 2] = False  # query 2 of sequence 0 may read nothing
+        mask[1] = False  # nor may any query of sequence 1
+        output, weights = call(Q, K, V, mask)
+        if torch.isnan(weights).any() or torch.isnan(output).any():
+            fail("A query with no allowed key gave NaN: the softmax of a row of -inf is 0/0. Such a row must give "
+                 "weights 0 and output 0.")
+        if weights.detach()[0, 2].abs().max() != 0 or output.detach()[0, 2].abs().max() != 0 or \
+                weights.detach()[1].abs().max() != 0 or output.detach()[1].abs().max() != 0:
+            fail("A query with no allowed key should get weights 0 and output 0, and it did not (if each of its keys "
+                 "got the same weight, your large negative fill value left a uniform softmax: zero those rows).")
+
+    def causality():
+        T, changed = 7, 4
+        x = _random(2, T, 6, generator=g)
+        W_q, W_k, W_v = (_random(6, 6, generator=g) for _ in range(3))
+        y = x.clone()
+        y[:, changed] = _random(2, 6, generator=g)
+        causal = fixture["masks"]["causal_7"]
+        before, _ = call(x @ W_q, x @ W_k, x @ W_v, causal.clone())
+        after, _ = call(y @ W_q, y @ W_k, y @ W_v, causal.clone())
+        moved = (after - before).detach().abs().amax(dim=(0, 2))
+        if moved[:changed].max() > 1e-9:
+            first = int(torch.nonzero(moved[:changed] > 1e-9)[0])
+            fail(f"With a causal mask, changing token {changed} changed the output at position {first} (by "
+                 f"{moved[first].item():.3g}): information leaks from the future. Masked keys must not take "
+                 "part in the softmax at all: mask the scores before it.")
+        if moved[changed:].max() == 0:
+            fail(f"Changing token {changed} changed no output at all, not even its own: is the mask the right way "
+                 "round (True = may attend)?")
+
+    def no_mask():
+        Q, K, V = _random(3, 4, generator=g), _random(5, 4, generator=g), _random(5, 2, generator=g)
+        expected_output, expected_weights = call(Q, K, V, None)
+        output, weights = call(Q, K, V, torch.ones(3, 5, dtype=torch.bool))
+        if not (torch.allclose(output, expected_output, atol=1e-9) and torch.allclose(weights, expected_weights, atol=1e-9)):
+            fail("A mask that allows every key should give the same result as mask=None.")
+
+    def broadcasting():
+        Q, K, V = _random(2, 4, 3, generator=g), _random(2, 6, 3, generator=g), _random(2, 6, 2, generator=g)
+        masks = {"a (T_q, T_k) causal mask shared by the batch": fixture["masks"]["causal_4_6"].clone(),
+                 "a (B, 1, T_k) padding mask shared by the queries": fixture["masks"]["padding_6_3"].clone()}
+        for described, mask in masks.items():
+            output, weights = call(Q, K, V, mask)
+            full_output, full_weights = call(Q, K, V, mask.expand(2, 4, 6).clone())
+            if tuple(weights.shape) != (2, 4, 6) or not torch.allclose(weights, full_weights, atol=1e-9) \
+                    or not torch.allclose(output, full_output, atol=1e-9):
+                fail(f"With {described}, the result differs from the same mask expanded to (2, 4, 6): the mask "
+                     "should broadcast against the scores (..., T_q, T_k).")
+
+    def inputs_unchanged():
+        Q, K, V = _random(2, 3, 4, generator=g), _random(2, 5, 4, generator=g), _random(2, 5, 3, generator=g)
+        mask = torch.rand(2, 3, 5, generator=g) < 0.6
+        copies = [t.clone() for t in (Q, K, V, mask)]
+        call(Q, K, V, mask)
+        for name, before, after in zip(["Q", "K", "V", "mask"], copies, (Q, K, V, mask)):
+            if not torch.equal(before, after):
+                fail(f"`masked_attention` changed its input {name} in place; compute new tensors instead "
+                     "(e.g. `masked_fill` rather than `masked_fill_`).")
+
+    def gradients():
+        Q, K, V = (_random(2, 3, 4, generator=g).requires_grad_(), _random(2, 5, 4, generator=g).requires_grad_(),
+                   _random(2, 5, 3, generator=g).requires_grad_())
+        mask = torch.rand(2, 3, 5, generator=g) < 0.6
+        mask[..., 0] = True
+        mask[1, 0] = False  # a query with no allowed key
+        output, _ = call(Q, K, V, mask)
+        if not output.requires_grad:
+            fail("The output is not connected to Q, K and V for backpropagation: stay with torch operations.")
+        output.sum().backward()
+        for name, t in zip("QKV", (Q, K, V)):
+            if t.grad is None or not torch.isfinite(t.grad).all():
+                fail(f"The gradient reaching {name} contains NaN or inf when one query has no allowed key: make sure "
+                     "no NaN is created on the way (or that it is replaced with torch.where, not multiplied by 0).")
+
+    steps = [(f"matches the stored values on {d.type} in {str(t).removeprefix('torch.')}", values_on(d, t))
+             for d in available_devices() for t in supported_dtypes(d)]
+    steps += [("masked keys get weight exactly 0; the rest sum to 1", masked_are_zero),
+              ("a query with no allowed key gives zeros, not NaN", empty_row),
+              ("changing a later token changes no earlier output (causal mask)", causality),
+              ("an all-True mask gives the same result as mask=None", no_mask),
+              ("broadcasts (T_q, T_k) and (B, 1, T_k) masks", broadcasting),
+              ("leaves Q, K, V and the mask unchanged", inputs_unchanged),
+              ("keeps gradients finite when a query has no allowed key", gradients)]
+    run_steps("masked_attention", steps)
+
+
+def written_causal_mask(causal_mask) -> None:
+    assert_written("causal_mask", lambda: causal_mask(2))
+
+
+def written_padding_mask(padding_mask) -> None:
+    assert_written("padding_mask", lambda: padding_mask(torch.tensor([1]), 2))
+
+
+def written_masked_attention(masked_attention) -> None:
+    assert_written("masked_attention",
+                   lambda: masked_attention(torch.zeros(1, 2), torch.zeros(1, 2), torch.zeros(1, 2), None))

@@ -1,0 +1,198 @@
+"""Mutants and variants for notebook 03."""
+import math
+
+import torch
+from torch.nn import functional as F
+
+from autograder.reference.masking import causal_mask as reference_causal
+from autograder.reference.masking import masked_attention as reference_attention
+from autograder.reference.masking import padding_mask as reference_padding
+
+
+# ---------------------------------------------------------------- causal_mask
+
+def causal_built_on_cpu(T_q, T_k=None, device=None):  # ignores device: builds on the CPU, moves only to CUDA
+    mask = reference_causal(T_q, T_k)
+    return mask if device is None or torch.device(device).type == "meta" else mask.to(device)
+
+
+def causal_as_float(T_q, T_k=None, device=None):  # 0/1 floats instead of booleans
+    return reference_causal(T_q, T_k, device).float()
+
+
+def causal_needs_t_k(T_q, T_k, device=None):  # no default for T_k
+    return reference_causal(T_q, T_k, device)
+
+
+def causal_square_only(T_q, T_k=None, device=None):  # ignores T_k altogether
+    return torch.ones(T_q, T_q, dtype=torch.bool, device=device).tril()
+
+
+def causal_tril_variant(T_q, T_k=None, device=None):
+    T_k = T_q if T_k is None else T_k
+    return torch.tril(torch.ones(T_q, T_k, dtype=torch.bool, device=device), diagonal=T_k - T_q)
+
+
+def causal_triu_variant(T_q, T_k=None, device=None):  # the complement of the strict upper triangle
+    T_k = T_k or T_q
+    return ~torch.ones(T_q, T_k, device=device).triu(diagonal=T_k - T_q + 1).bool()
+
+
+# ---------------------------------------------------------------- padding_mask
+
+def padding_built_on_cpu(lengths, T):  # ignores lengths.device
+    return reference_padding(lengths.cpu(), T) if lengths.device.type != "meta" else \
+        (torch.arange(T) < torch.zeros(lengths.shape[0], 1, dtype=torch.long))[:, None]
+
+
+def padding_as_long(lengths, T):
+    return reference_padding(lengths, T).long()
+
+
+def padding_uses_max_length(lengths, T):  # ignores T: the mask is only as long as the longest sequence
+    return reference_padding(lengths, int(lengths.max())) if lengths.device.type != "meta" else reference_padding(lengths, T)
+
+
+def padding_loop_over_positions_variant(lengths, T):  # a loop over positions needs no numbers from lengths
+    columns = [lengths > t for t in range(T)]
+    mask = torch.stack(columns, dim=-1) if columns else torch.zeros(lengths.shape[0], 0, dtype=torch.bool,
+                                                                    device=lengths.device)
+    return mask.unsqueeze(1)
+
+
+def padding_view_variant(lengths, T):
+    return torch.arange(T, device=lengths.device).expand(len(lengths), T).lt(lengths.view(-1, 1)).view(-1, 1, T)
+
+
+# ---------------------------------------------------------------- masked_attention
+
+def attention_mutates_q(Q, K, V, mask=None):  # scales the caller's Q in place
+    Q /= math.sqrt(Q.shape[-1])
+    scores = Q @ K.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ V, weights
+
+
+def attention_unnormalised(Q, K, V, mask=None):  # exp(scores) on allowed keys, never divided by the sum
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    weights = torch.exp(scores - scores.amax(-1, keepdim=True))
+    if mask is not None:
+        weights = weights * mask
+    return weights @ V, weights
+
+
+def attention_float32(Q, K, V, mask=None):  # float64 inputs come back as float32
+    return reference_attention(Q.float(), K.float(), V.float(), mask)
+
+
+def attention_renormalised_without_guard(Q, K, V, mask=None):  # mask after the softmax, renormalised: 0/0 on empty rows
+    weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+    if mask is not None:
+        weights = weights * mask
+        weights = weights / weights.sum(-1, keepdim=True)
+    return weights @ V, weights
+
+
+def attention_additive_float_mask(Q, K, V, mask=None):  # -100 is not -inf: masked keys keep a sliver of weight
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores + (~mask) * -100.0
+        weights = torch.softmax(scores, dim=-1) * mask.any(-1, keepdim=True)
+    else:
+        weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+
+
+def attention_inverts_mask_in_place(Q, K, V, mask=None):  # logical_not_ flips the caller's mask
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ V, weights
+    hidden = mask.logical_not_()
+    weights = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1).masked_fill(hidden, 0.0)
+    return weights @ V, weights
+
+
+def attention_minus_1e9_variant(Q, K, V, mask=None):  # a large negative fill, then empty rows zeroed explicitly
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is None:
+        weights = F.softmax(scores, dim=-1)
+        return weights @ V, weights
+    mask = mask.expand(scores.shape) if mask.dim() <= scores.dim() else mask
+    scores = scores.masked_fill(~mask, -1e9)
+    weights = F.softmax(scores, dim=-1)
+    weights = weights * mask.any(dim=-1, keepdim=True)  # rows with no allowed key: all zeros
+    return weights @ V, weights
+
+
+def attention_finfo_min_variant(Q, K, V, mask=None):  # the dtype's most negative number instead of -inf
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = torch.where(mask.any(-1, keepdim=True), weights, torch.zeros((), dtype=weights.dtype, device=weights.device))
+    return weights @ V, weights
+
+
+def attention_float64_variant(Q, K, V, mask=None):
+    output, weights = reference_attention(Q.double(), K.double(), V.double(), mask)
+    return output.to(Q.dtype), weights.to(Q.dtype)
+
+
+def attention_einsum_exp_variant(Q, K, V, mask=None):  # einsum, exp/sum by hand, nan_to_num for empty rows
+    scores = torch.einsum("...qd,...kd->...qk", Q, K) * Q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dim() <= scores.dim() else \
+            torch.where(mask, scores, float("-inf"))
+    e = torch.exp(scores - scores.amax(-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).min))
+    weights = e / e.sum(-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+    return torch.einsum("...qk,...kv->...qv", weights, V), weights
+
+
+def attention_loops_variant(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is None:
+        mask = torch.ones((), dtype=torch.bool, device=Q.device)
+    mask = mask.expand(torch.broadcast_shapes(mask.shape, scores.shape))
+    scores = scores.expand(mask.shape)
+    flat_scores, flat_mask = scores.reshape(-1, scores.shape[-1]), mask.reshape(-1, mask.shape[-1])
+    rows = []
+    for s, m in zip(flat_scores, flat_mask):
+        row = torch.zeros_like(s)
+        if m.any():
+            row = row.masked_scatter(m, torch.softmax(s[m], dim=0))
+        rows.append(row)
+    weights = torch.stack(rows).reshape(mask.shape)
+    return weights @ V, weights
+
+
+MUTANTS = [
+    ("causal_mask", causal_built_on_cpu),
+    ("causal_mask", causal_as_float),
+    ("causal_mask", causal_needs_t_k),
+    ("causal_mask", causal_square_only),
+    ("padding_mask", padding_built_on_cpu),
+    ("padding_mask", padding_as_long),
+    ("padding_mask", padding_uses_max_length),
+    ("masked_attention", attention_mutates_q),
+    ("masked_attention", attention_unnormalised),
+    ("masked_attention", attention_float32),
+    ("masked_attention", attention_renormalised_without_guard),
+    ("masked_attention", attention_additive_float_mask),
+    ("masked_attention", attention_inverts_mask_in_place),
+]
+
+VARIANTS = [
+    ("causal_mask", causal_tril_variant),
+    ("causal_mask", causal_triu_variant),
+    ("padding_mask", padding_loop_over_positions_variant),
+    ("padding_mask", padding_view_variant),
+    ("masked_attention", attention_minus_1e9_variant),
+    ("masked_attention", attention_finfo_min_variant),
+    ("masked_attention", attention_float64_variant),
+    ("masked_attention", attention_einsum_exp_variant),
+    ("masked_attention", attention_loops_variant),
+]
