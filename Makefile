@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(PY) -m autograder demo
 
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --durations=15
 
 release: $(STAMP)
 	$(PY) -m autograder release

@@ -1,6 +1,11 @@
 """nbgrader settings for this course. The repository root is the course directory."""
 import os
 
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+
+from autograder.feedback import ShortenHiddenTestTracebacks
+
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.course_id = "transformers-from-scratch"
@@ -23,6 +28,9 @@ c.IgnorePattern.enabled = True
 
 # A graded cell a student deleted comes back from the source version instead of being lost.
 c.OverwriteCells.add_missing_cells = True
+
+# Feedback pages show each test's result, never the source of the hidden tests (nor in tracebacks).
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ShortenHiddenTestTracebacks, ClearHiddenTests]
 
 # Keep feedback and autograded copies small.
 c.LimitOutput.max_lines = 500

@@ -7,6 +7,7 @@ still gets a zero grade row and a readable reason, and no submission stops the o
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +16,13 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
-from autograder.nbgrader_run import nbgrader
+from autograder.nbgrader_run import NbgraderTimeout, nbgrader
 from autograder.paths import notebook_path
+
+
+# Wall-clock limit for grading one notebook of one student (each cell also has its own timeout in
+# nbgrader_config.py). Past it, the notebook's nbgrader process and kernel are killed.
+NOTEBOOK_TIME_LIMIT = 900
 
 
 @dataclass
@@ -27,6 +33,7 @@ class Outcome:
     max_score: float  # autograded points available
     written: float  # points of the written answers, graded by hand in formgrader
     reason: str  # "" when nothing needs the instructor's attention
+    seconds: float = 0.0  # wall time of its `nbgrader autograde`
 
 
 def gradebook(root: Path) -> Gradebook:
@@ -87,27 +94,35 @@ def record_zero(root: Path, assignment: str, student: str, reason: str) -> None:
 
 def grade(root: Path, assignments: list[str], quiet: bool = True) -> list[Outcome]:
     """Autograde every submission of `assignments` under `root`, then feedback and export."""
-    outcomes = []
+    outcomes, seconds = [], {}
     for assignment in assignments:
-        unreadable = {s: unreadable_reason(notebook_path(root / "submitted" / s, assignment))
+        reasons = {s: unreadable_reason(notebook_path(root / "submitted" / s, assignment))
                       for s in students_in(root) if (root / "submitted" / s / assignment).exists()}
         # One student per call: a submission nbgrader rejects cannot take the others down with it.
-        for student, reason in unreadable.items():
+        for student, reason in reasons.items():
             if not reason:
-                result = nbgrader("autograde", assignment, f"--student={student}", "--force", root=root,
-                                  check=False, quiet=quiet)
+                started = time.perf_counter()
+                try:
+                    result = nbgrader("autograde", assignment, f"--student={student}", "--force", root=root,
+                                      check=False, quiet=quiet, timeout=NOTEBOOK_TIME_LIMIT)
+                except NbgraderTimeout:
+                    reasons[student] = (f"grading stopped after {NOTEBOOK_TIME_LIMIT} s, the limit for a whole "
+                                           "notebook (an endless loop, or training far too long?): graded 0")
+                    continue
+                finally:
+                    seconds[(student, assignment)] = time.perf_counter() - started
                 if result.returncode != 0:
-                    unreadable[student] = "nbgrader could not grade it: " + _last_error_line(result.stderr)
-        for student, reason in unreadable.items():
+                    reasons[student] = "nbgrader could not grade it: " + _last_error_line(result.stderr)
+        for student, reason in reasons.items():
             if reason:
                 record_zero(root, assignment, student, reason)
         nbgrader("generate_feedback", assignment, "--force", root=root, quiet=quiet, check=False)
         with gradebook(root) as gb:
-            for student, reason in unreadable.items():
+            for student, reason in reasons.items():
                 submission = gb.find_submission(assignment, student)
                 reason = reason or first_error(notebook_path(root / "autograded" / student, assignment))
                 outcomes.append(Outcome(student, assignment, submission.code_score, submission.max_code_score,
-                                        submission.max_written_score, reason))
+                                        submission.max_written_score, reason, seconds.get((student, assignment), 0.0)))
     nbgrader("export", f"--to={root / 'grades.csv'}", root=root, quiet=quiet)
     return outcomes
 

@@ -1,4 +1,4 @@
-"""Run nbgrader's own commands with this environment's tools on PATH.
+"""Run nbgrader's own commands with this environment's tools on PATH, under a wall-clock limit.
 
 nbgrader starts `alembic` as a subprocess for the gradebook, so the virtual environment's `bin/`
 must be on PATH even when Python was started by its full path.
@@ -6,11 +6,16 @@ must be on PATH even when Python was started by its full path.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from autograder.paths import ROOT
+
+
+class NbgraderTimeout(RuntimeError):
+    """An nbgrader command ran past its wall-clock limit and was stopped with its whole process group."""
 
 
 def environment() -> dict[str, str]:
@@ -20,11 +25,24 @@ def environment() -> dict[str, str]:
     return env
 
 
-def nbgrader(*args: str, root: Path = ROOT, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
-    """`nbgrader <args> --CourseDirectory.root=<root>`, run from `root` so it reads its nbgrader_config.py."""
+def nbgrader(*args: str, root: Path = ROOT, check: bool = True, quiet: bool = False,
+             timeout: float | None = None) -> subprocess.CompletedProcess:
+    """`nbgrader <args> --CourseDirectory.root=<root>`, run from `root` so it reads its nbgrader_config.py.
+
+    With `timeout`, the command and every process it started (kernels included) are killed once it
+    runs longer, and `NbgraderTimeout` is raised.
+    """
     command = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
-    result = subprocess.run(command, cwd=root, env=environment(), text=True,
-                            capture_output=quiet)
+    pipe = subprocess.PIPE if quiet else None
+    with subprocess.Popen(command, cwd=root, env=environment(), text=True, stdout=pipe, stderr=pipe,
+                          start_new_session=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise NbgraderTimeout(f"`nbgrader {' '.join(args)}` ran longer than {timeout:g} s and was stopped") from None
+    result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     if check and result.returncode != 0:
         detail = (result.stderr or "")[-3000:] if quiet else ""
         raise RuntimeError(f"`nbgrader {' '.join(args)}` failed with exit code {result.returncode}\n{detail}")

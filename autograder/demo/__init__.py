@@ -47,9 +47,9 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "assignment", "score", "max_score", "reason"])
+        writer.writerow(["student", "assignment", "score", "max_score", "reason", "autograde_seconds"])
         for o in outcomes:
-            writer.writerow([o.student, o.assignment, o.score, o.max_score, o.reason])
+            writer.writerow([o.student, o.assignment, o.score, o.max_score, o.reason, f"{o.seconds:.1f}"])
 
 
 def run_demo(root: Path = ROOT, quiet: bool = True) -> list[Outcome]:

@@ -21,9 +21,11 @@ STUDENTS = {
 # student's code. Each `old` must occur in the solution (tests prove it), so edits stay in step.
 MISTAKE_EDITS = {
     "token_and_position_embedding": [("self.embed(tokens) * math.sqrt(self.d_model)", "self.embed(tokens)")],
+    "attention": [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")],
+    "causal_mask": [("key_position <= query_position", "key_position < query_position")],
 }
 # Solution cells the partial student leaves unanswered (their stubs stay).
-LEFT_UNANSWERED = {"q1_rnn_vs_transformer"}
+LEFT_UNANSWERED = {"masked_attention", "q1_rnn_vs_transformer"}
 
 
 def solution_sources(source_notebook: Path) -> dict[str, str]:

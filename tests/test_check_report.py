@@ -1,0 +1,53 @@
+"""How checks speak: unwritten exercises, failures without tracebacks, errors from the student's own code."""
+import pytest
+
+from course.checks import check_attention, check_positional_encoding, written_positional_encoding
+from course.checks.report import CheckFailed, NotWrittenYet
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError()
+
+
+def test_unwritten_exercise_fails_under_grading(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(NotWrittenYet, match="not written yet"):
+        check_positional_encoding(stub)
+    with pytest.raises(NotWrittenYet):
+        written_positional_encoding(stub)
+
+
+def test_unwritten_exercise_says_so_and_lets_the_notebook_run_on(monkeypatch, capsys):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    check_positional_encoding(stub)
+    assert "⏳ positional_encoding: not written yet" in capsys.readouterr().out
+
+
+def test_notimplementederror_from_torch_is_not_mistaken_for_the_stub(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+    def uses_unsupported_op(Q, K, V):
+        raise NotImplementedError("The operator 'aten::foo' is not implemented for 'MPS'")
+
+    with pytest.raises(NotImplementedError, match="aten::foo"):
+        check_attention(uses_unsupported_op)
+
+
+def test_errors_in_student_code_keep_their_traceback(capsys):
+    def broken(max_len, d_model):
+        return undefined_name  # noqa: F821
+
+    with pytest.raises(NameError):
+        check_positional_encoding(broken)
+    assert "raised an error" in capsys.readouterr().out
+
+
+def test_a_failed_check_shows_its_message_not_a_traceback():
+    def zeros(max_len, d_model):
+        import torch
+        return torch.zeros(max_len, d_model)
+
+    with pytest.raises(CheckFailed) as failure:
+        check_positional_encoding(zeros)
+    rendered = failure.value._render_traceback_()
+    assert len(rendered) == 1 and "expected" in rendered[0] and "got" in rendered[0]

@@ -1,0 +1,100 @@
+"""The demo class, graded end to end by real nbgrader into gradebook.db, gets the scores it should."""
+import csv
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.demo.submissions import STUDENTS
+from autograder.mistakes import for_exercise
+from course.about import NOTEBOOKS
+
+# Graded cells the partial student fails: a known mistake in three exercises, one left unanswered.
+PARTIAL_FAILS = {
+    "check_token_and_position_embedding", "hidden_token_and_position_embedding",
+    "check_attention", "hidden_attention",
+    "check_causal_mask", "hidden_causal_mask",
+    "check_masked_attention", "hidden_masked_attention",
+}
+# The mistakes the partial student made, which the feedback must name: (exercise, mistake id).
+PARTIAL_NAMED = [("TokenAndPositionEmbedding", "unscaled_embedding"), ("attention", "softmax_over_queries"),
+                 ("causal_mask", "diagonal_excluded")]
+
+
+@pytest.fixture(scope="module")
+def grades(demo_class):
+    """`{(student, assignment): {grade_id: (auto_score, max_score)}}` read back from gradebook.db."""
+    root, _ = demo_class
+    table = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for assignment in NOTEBOOKS:
+            for student in STUDENTS:
+                submission = gb.find_submission(assignment, student)
+                for notebook in submission.notebooks:
+                    table[(student, assignment)] = {
+                        g.name: (g.auto_score, g.max_score) for g in notebook.grades if g.cell_type == "code"}
+    return table
+
+
+def test_every_student_has_a_grade_row_for_every_notebook(grades):
+    assert set(grades) == {(s, a) for s in STUDENTS for a in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("student", ["demo_perfect", "demo_broken"])
+def test_solved_submissions_get_every_autograded_point(grades, student):
+    for assignment in NOTEBOOKS:
+        lost = {name for name, (score, top) in grades[(student, assignment)].items() if score != top}
+        assert not lost, f"{student} lost points in {assignment}: {lost}"
+
+
+@pytest.mark.parametrize("student", ["demo_empty", "demo_invalid"])
+def test_unanswered_and_unreadable_submissions_get_zero(grades, student):
+    for assignment in NOTEBOOKS:
+        earned = {name: score for name, (score, _) in grades[(student, assignment)].items() if score}
+        assert not earned, f"{student} earned points in {assignment}: {earned}"
+
+
+def test_partial_submission_loses_exactly_the_points_of_its_mistakes(grades):
+    for assignment in NOTEBOOKS:
+        for name, (score, top) in grades[("demo_partial", assignment)].items():
+            expected = 0 if name in PARTIAL_FAILS else top
+            assert score == expected, f"{assignment} {name}: {score} points, expected {expected}"
+
+
+def test_feedback_names_the_partial_students_mistakes(demo_class):
+    root, _ = demo_class
+    html = "".join(p.read_text() for p in (root / "feedback" / "demo_partial").rglob("*.html"))
+    for exercise, mistake_id in PARTIAL_NAMED:
+        (known,) = [m for m in for_exercise(exercise) if m.id == mistake_id]
+        # nbconvert escapes HTML; the start of the message is plain text in every mistake here.
+        assert known.message.split(":")[0] in html, f"the feedback does not name {mistake_id}"
+
+
+def test_feedback_shows_no_hidden_test_source(demo_class):
+    root, _ = demo_class
+    pages = list((root / "feedback").rglob("*.html"))
+    assert pages
+    for page in pages:
+        text = page.read_text()
+        assert "BEGIN HIDDEN TESTS" not in text and "autograder.hidden" not in text, page
+    partial = (root / "feedback" / "demo_partial" / "02_attention" / "02_attention.html").read_text()
+    assert "HiddenTestFailed" in partial, "a failed hidden test should still say what went wrong"
+
+
+def test_broken_and_invalid_submissions_have_a_clear_reason(demo_class):
+    root, result = demo_class
+    with open(root / "reports" / "demo_scores.csv") as f:
+        reasons = {(r["student"], r["assignment"]): r["reason"] for r in csv.DictReader(f)}
+    for assignment in NOTEBOOKS:
+        assert reasons[("demo_invalid", assignment)].startswith(f"{assignment}.ipynb is not valid JSON")
+        assert reasons[("demo_broken", assignment)] == "cell 1 raised NameError: name 'scratch_result' is not defined"
+        assert reasons[("demo_perfect", assignment)] == ""
+    assert "Needs a look:" in result.stdout and "demo_invalid" in result.stdout
+
+
+def test_score_table_and_export_are_written(demo_class):
+    root, result = demo_class
+    top = sum(1 for _ in NOTEBOOKS)
+    assert "demo_perfect" in result.stdout and "total" in result.stdout
+    with open(root / "grades.csv") as f:
+        exported = list(csv.DictReader(f))
+    assert len(exported) == len(STUDENTS) * top, "nbgrader export lacks rows"
