@@ -59,6 +59,7 @@ def run_demo(root: Path = ROOT, quiet: bool = True) -> list[Outcome]:
     hand_in(root)
     print("Grading with nbgrader autograde, generate_feedback and export ...")
     outcomes = grade(root, list(NOTEBOOKS), quiet=quiet)
+    outcomes.sort(key=lambda o: (list(STUDENTS).index(o.student), list(NOTEBOOKS).index(o.assignment)))
     write_csv(outcomes, root / "reports" / "demo_scores.csv")
     written = sum(o.written for o in outcomes if o.student == outcomes[0].student)
     print()

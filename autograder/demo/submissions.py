@@ -13,7 +13,7 @@ STUDENTS = {
     "demo_perfect": "every exercise solved",
     "demo_partial": "some exercises with known mistakes, some left unanswered",
     "demo_empty": "the release notebook handed in untouched",
-    "demo_broken": "solved, but the first cell raises an error",
+    "demo_broken": "solved, but the first cell raises an error and a graded check cell was deleted",
     "demo_invalid": "a notebook file that is not valid JSON",
 }
 
@@ -73,4 +73,8 @@ def write_submission(student: str, release_notebook: Path, source_notebook: Path
         first = nbformat.v4.new_code_cell("# my scratch work\nprint(scratch_result)")
         first.id = "student-scratch"
         notebook.cells.insert(0, first)
+        # nbgrader restores a deleted graded cell from the source (OverwriteCells.add_missing_cells).
+        deleted = next(i for i, c in enumerate(notebook.cells)
+                       if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("check_"))
+        del notebook.cells[deleted]
     nbformat.write(notebook, target)
