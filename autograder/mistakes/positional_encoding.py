@@ -62,7 +62,9 @@ def positions_from_one(max_len, d_model):
     return _table(max_len, d_model, start=1)
 
 
-class _Embedding(nn.Module):
+class EmbeddingWithTable(nn.Module):
+    """The layer's correct __init__ (embedding and table buffer), for mistakes that differ in forward only."""
+
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, d_model)
@@ -72,33 +74,33 @@ class _Embedding(nn.Module):
 
 @mistake("TokenAndPositionEmbedding", "the token embeddings are not scaled: multiply them by sqrt(d_model) "
          "before adding the positional encoding.")
-class unscaled_embedding(_Embedding):
+class unscaled_embedding(EmbeddingWithTable):
     def forward(self, tokens):
         return self.embed(tokens) + self.pe[: tokens.shape[-1]]
 
 
 @mistake("TokenAndPositionEmbedding", "the positional encoding is scaled too: only the token embeddings are "
          "multiplied by sqrt(d_model), then the encoding is added as it is.")
-class both_scaled(_Embedding):
+class both_scaled(EmbeddingWithTable):
     def forward(self, tokens):
         return (self.embed(tokens) + self.pe[: tokens.shape[-1]]) * math.sqrt(self.d_model)
 
 
 @mistake("TokenAndPositionEmbedding", "the embeddings are divided by sqrt(d_model); they should be multiplied by it.")
-class divided_by_sqrt(_Embedding):
+class divided_by_sqrt(EmbeddingWithTable):
     def forward(self, tokens):
         return self.embed(tokens) / math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
 
 
 @mistake("TokenAndPositionEmbedding", "the embeddings are scaled by d_model; the paper scales by sqrt(d_model).")
-class scaled_by_d_model(_Embedding):
+class scaled_by_d_model(EmbeddingWithTable):
     def forward(self, tokens):
         return self.embed(tokens) * self.d_model + self.pe[: tokens.shape[-1]]
 
 
 @mistake("TokenAndPositionEmbedding", "the encoding rows are taken from the end of the table; a sequence of "
          "length T gets rows 0 to T-1 (PE[:T]).")
-class last_rows(_Embedding):
+class last_rows(EmbeddingWithTable):
     def forward(self, tokens):
         T = tokens.shape[-1]
         return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[self.max_len - T:]

@@ -25,6 +25,14 @@ def call_attention(attention, Q, K, V, name: str = "attention"):
     return output, weights
 
 
+def expect_stored_result(output, weights, case: dict, device: torch.device, dtype: torch.dtype) -> None:
+    """`output` and `weights` equal a fixture case's, on `device` in `dtype`; known mistakes are named."""
+    expect_tensor("The weights tensor", weights, shape=case["weights"].shape, dtype=dtype, device=device)
+    expect_values("The weights tensor", weights, case["weights"], dtype, case["weight_mistakes"])
+    expect_tensor("The output", output, shape=case["output"].shape, dtype=dtype, device=device)
+    expect_values("The output", output, case["output"], dtype, case["output_mistakes"])
+
+
 def _random(*shape, generator, dtype=torch.float64):
     return torch.randn(*shape, generator=generator, dtype=dtype)
 
@@ -39,10 +47,7 @@ def check_attention(attention) -> None:
                 Q, K, V = (c[n].to(device, dtype, copy=True) for n in "QKV")  # copies: the fixture is shared
                 try:
                     output, weights = call_attention(attention, Q, K, V)
-                    expect_tensor("The weights tensor", weights, shape=c["weights"].shape, dtype=dtype, device=device)
-                    expect_values("The weights tensor", weights, c["weights"], dtype, c["weight_mistakes"])
-                    expect_tensor("The output", output, shape=c["output"].shape, dtype=dtype, device=device)
-                    expect_values("The output", output, c["output"], dtype, c["output_mistakes"])
+                    expect_stored_result(output, weights, c, device, dtype)
                 except CheckFailed as exc:
                     fail(f"with {_shapes(Q, K, V)}: {exc.args[0]}")
         return step

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from course.checks.attention import call_attention
+from course.checks.attention import call_attention, expect_stored_result
 from course.checks.compare import expect_tensor, expect_values, is_close, known_mistake
 from course.checks.report import CheckFailed, assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
@@ -165,10 +165,7 @@ def check_masked_attention(masked_attention) -> None:
                 described = "no mask" if mask is None else f"a mask of shape {tuple(mask.shape)}"
                 try:
                     output, weights = call(Q, K, V, mask)
-                    expect_tensor("The weights tensor", weights, shape=c["weights"].shape, dtype=dtype, device=device)
-                    expect_values("The weights tensor", weights, c["weights"], dtype, c["weight_mistakes"])
-                    expect_tensor("The output", output, shape=c["output"].shape, dtype=dtype, device=device)
-                    expect_values("The output", output, c["output"], dtype, c["output_mistakes"])
+                    expect_stored_result(output, weights, c, device, dtype)
                 except CheckFailed as exc:
                     fail(f"with Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} and {described}: "
                          f"{exc.args[0]}")

@@ -4,6 +4,7 @@ import math
 import torch
 from torch import nn
 
+from autograder.mistakes.positional_encoding import EmbeddingWithTable
 from autograder.reference.positional_encoding import positional_encoding as reference_pe
 
 
@@ -48,15 +49,7 @@ def pe_exp_log(max_len, d_model):
     return table
 
 
-class _Embedding(nn.Module):
-    def __init__(self, vocab_size, d_model, max_len):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.d_model, self.max_len = d_model, max_len
-        self.register_buffer("pe", reference_pe(max_len, d_model), persistent=False)
-
-
-class embedding_no_length_check(_Embedding):
+class embedding_no_length_check(EmbeddingWithTable):
     def forward(self, tokens):
         return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
 
@@ -75,7 +68,7 @@ class embedding_table_not_a_buffer(nn.Module):  # the table stays on the CPU in 
         return out.float()
 
 
-class embedding_persistent_buffer(_Embedding):  # correct: the table saved in the state dict as well
+class embedding_persistent_buffer(EmbeddingWithTable):  # correct: the table saved in the state dict as well
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__(vocab_size, d_model, max_len)
         self.register_buffer("pe", reference_pe(max_len, d_model))
