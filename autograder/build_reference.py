@@ -19,15 +19,34 @@ MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
 
 def exported_cells(notebook: nbformat.NotebookNode) -> list[str]:
-    """Sources of the code cells the reference needs: imports tagged `export`, then every solution cell."""
+    """Sources of the code cells the reference needs, in order: imports tagged `export`, carry-overs
+    tagged `carryover` (as imports from the earlier references), and every solution cell."""
     sources = []
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
-        is_solution = cell.metadata.get("nbgrader", {}).get("solution", False)
-        if is_solution or "export" in cell.metadata.get("tags", []):
+        tags = cell.metadata.get("tags", [])
+        if "carryover" in tags:
+            sources.append(carryover_imports(cell.source))
+        elif cell.metadata.get("nbgrader", {}).get("solution", False) or "export" in tags:
             sources.append("\n".join(line for line in cell.source.splitlines() if not MARKER.match(line)))
     return sources
+
+
+def carryover_imports(source: str) -> str:
+    """`a, b = from_earlier("03_masking", "a", "b")` -> `from autograder.reference.masking import a, b`."""
+    imports = []
+    for node in ast.parse(source).body:
+        call = getattr(node, "value", None)
+        if not (isinstance(node, ast.Assign) and isinstance(call, ast.Call)
+                and getattr(call.func, "id", None) == "from_earlier"):
+            continue
+        assignment, *names = (arg.value for arg in call.args)
+        target = node.targets[0]
+        aliases = [t.id for t in target.elts] if isinstance(target, ast.Tuple) else [target.id]
+        parts = [name if name == alias else f"{name} as {alias}" for name, alias in zip(names, aliases)]
+        imports.append(f"from autograder.reference.{NOTEBOOKS[assignment]} import {', '.join(parts)}")
+    return "\n".join(imports)
 
 
 def without_notebook_imports(source: str) -> str:
