@@ -1,8 +1,11 @@
 """release/ is exactly what nbgrader makes of the current source/, strips every solution and hidden
 test, and an unanswered release notebook runs to the end saying what is still to do."""
+import shutil
+
 import nbformat
 import pytest
 
+from autograder.demo.submissions import answered, solution_sources
 from autograder.paths import RELEASE, SOURCE, notebook_path
 from course.about import NOTEBOOKS
 from tests.notebooks import execute, grade_id, text_of
@@ -33,8 +36,16 @@ def test_stubs_replace_every_solution(assignment):
 
 
 @pytest.mark.parametrize("assignment", NOTEBOOKS)
-def test_unanswered_release_runs_to_the_end_and_says_what_is_left(assignment):
-    notebook, seconds = execute(notebook_path(RELEASE, assignment), grading=False)
+def test_unanswered_release_runs_to_the_end_and_says_what_is_left(assignment, tmp_path):
+    """As a student who finished the earlier notebooks (a later one carries their work over) and opens this one."""
+    for earlier in list(NOTEBOOKS)[: list(NOTEBOOKS).index(assignment)]:
+        solved = answered(notebook_path(RELEASE, earlier), solution_sources(notebook_path(SOURCE, earlier)))
+        notebook_path(tmp_path, earlier).parent.mkdir()
+        nbformat.write(solved, notebook_path(tmp_path, earlier))
+    here = notebook_path(tmp_path, assignment)
+    here.parent.mkdir()
+    shutil.copy(notebook_path(RELEASE, assignment), here)
+    notebook, seconds = execute(here, grading=False)
     print(f"{assignment} (release, unanswered): {seconds:.1f} s")
     errors = [text_of(c) for c in notebook.cells if any(o.output_type == "error" for o in c.get("outputs", []))]
     assert not errors, f"Run All stops on an unanswered notebook: {errors[0]}"
