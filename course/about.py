@@ -10,6 +10,8 @@ NOTEBOOKS = {
     "01_positional_encoding": "positional_encoding",
     "02_attention": "attention",
     "03_masking": "masking",
+    "04_attention_block": "attention_block",
+    "05_transformer": "transformer",
 }
 
 

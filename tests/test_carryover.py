@@ -76,3 +76,19 @@ def test_a_notebook_uploaded_beside_this_one_is_found(next_door):
 def test_under_grading_the_reference_stands_in(next_door, monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     assert from_earlier("03_masking", "masked_attention").__module__ == "autograder.reference.masking"
+
+
+@pytest.mark.parametrize("grading", [False, True], ids=["working", "graded"])
+def test_notebook_04_runs_on_the_students_own_03_and_on_the_reference_when_graded(tmp_path, grading):
+    """04 next to a 03 whose masked_attention ignores the mask: working, the 04 check sees that mistake;
+    graded, the reference stands in and 04 earns its points."""
+    from tests.notebooks import execute, grade_id, text_of
+
+    place(tmp_path, "03_masking", solved("03_masking", {"masked_attention": [("if mask is not None:", "if False:")]}))
+    place(tmp_path, "04_attention_block", solved("04_attention_block"))
+    notebook, _ = execute(notebook_path(tmp_path, "04_attention_block"), grading=grading, allow_errors=True)
+    carried = next(c for c in notebook.cells if grade_id(c) == "carryover")
+    assert not any(o.output_type == "error" for o in carried.outputs), text_of(carried)
+    check = next(c for c in notebook.cells if grade_id(c) == "check_multi_head_attention")
+    failed = any(o.output_type == "error" for o in check.outputs)
+    assert failed is not grading, text_of(check)

@@ -3,6 +3,16 @@ fails with a message that says what was expected, what came out and, where it ca
 mistake the output matches. Each `written_<exercise>` only confirms the exercise is written (the
 visible part of its hidden-test cell)."""
 from course.checks.attention import check_attention, written_attention
+from course.checks.attention_block import (
+    check_feed_forward,
+    check_layer_norm,
+    check_multi_head_attention,
+    check_transformer_block,
+    written_feed_forward,
+    written_layer_norm,
+    written_multi_head_attention,
+    written_transformer_block,
+)
 from course.checks.masking import (
     check_causal_mask,
     check_masked_attention,
@@ -17,6 +27,16 @@ from course.checks.positional_encoding import (
     written_positional_encoding,
     written_token_and_position_embedding,
 )
+from course.checks.transformer import (
+    check_decoder_block,
+    check_decoder_only_transformer,
+    check_encoder_decoder_transformer,
+    check_generate,
+    written_decoder_block,
+    written_decoder_only_transformer,
+    written_encoder_decoder_transformer,
+    written_generate,
+)
 
 __all__ = [
     "check_positional_encoding", "check_token_and_position_embedding",
@@ -24,4 +44,9 @@ __all__ = [
     "check_attention", "written_attention",
     "check_causal_mask", "check_padding_mask", "check_masked_attention",
     "written_causal_mask", "written_padding_mask", "written_masked_attention",
+    "check_multi_head_attention", "check_layer_norm", "check_feed_forward", "check_transformer_block",
+    "written_multi_head_attention", "written_layer_norm", "written_feed_forward", "written_transformer_block",
+    "check_decoder_only_transformer", "check_decoder_block", "check_encoder_decoder_transformer", "check_generate",
+    "written_decoder_only_transformer", "written_decoder_block", "written_encoder_decoder_transformer",
+    "written_generate",
 ]

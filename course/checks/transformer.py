@@ -1,0 +1,679 @@
+"""Visible checks for notebook 05: `DecoderOnlyTransformer`, `DecoderBlock`, `EncoderDecoderTransformer`, `generate`."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from course.checks.compare import expect_tensor, expect_values
+from course.checks.report import CheckFailed, assert_written, fail, run_steps
+from course.device import available_devices, supported_dtypes
+from course.fixtures import load
+
+
+def _grid():
+    return [(d, t) for d in available_devices() for t in supported_dtypes(d)]
+
+
+def _where(device, dtype) -> str:
+    return f"on {device.type} in {str(dtype).removeprefix('torch.')}"
+
+
+def _randn(*shape, generator, dtype=torch.float64):
+    return torch.randn(*shape, generator=generator, dtype=dtype)
+
+
+# ---------------------------------------------------------------- weights and structure
+
+def load_weights(model: nn.Module, state: dict, what: str) -> nn.Module:
+    """Load the stored parameters `state` into `model` by name, failing with the names that differ.
+
+    Only parameters are compared: a buffer of the model (such as a positional table) may be missing from `state`.
+    """
+    own = dict(model.named_parameters())
+    buffers = {name for name, _ in model.named_buffers()}
+    missing = [k for k in state if k not in own and k not in buffers]
+    unexpected = [k for k in own if k not in state]
+    if missing or unexpected:
+        lines = [f"The parameter names of your {what} differ from the ones the stored weights have."]
+        if missing:
+            lines.append(f"Expected but not found in your model: {', '.join(missing[:6])}"
+                         + (f" (and {len(missing) - 6} more)" if len(missing) > 6 else "") + ".")
+        if unexpected:
+            lines.append(f"In your model but not expected: {', '.join(unexpected[:6])}"
+                         + (f" (and {len(unexpected) - 6} more)" if len(unexpected) > 6 else "") + ".")
+        lines.append("Use exactly the submodule names of the exercise (self.<name> = ...), build no extra layers "
+                     "with parameters, and share no weights between modules.")
+        fail("\n  ".join(lines))
+    for name, tensor in state.items():
+        if name in own and tuple(own[name].shape) != tuple(tensor.shape):
+            fail(f"In your {what}, {name} has shape {tuple(own[name].shape)}, but {tuple(tensor.shape)} was expected.")
+    with torch.no_grad():
+        for name, tensor in state.items():
+            if name in own:
+                own[name].copy_(tensor)
+    return model
+
+
+def _expect_attention(module, name: str) -> None:
+    for part in ("W_q", "W_k", "W_v", "W_o"):
+        if not isinstance(getattr(module, part, None), nn.Module):
+            fail(f"`{name}` should be a MultiHeadAttention with the projections W_q, W_k, W_v, W_o; {part} is missing.")
+
+
+def _expect_norm(module, name: str, d_model: int) -> None:
+    weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
+    if not (isinstance(weight, torch.Tensor) and isinstance(bias, torch.Tensor)
+            and tuple(weight.shape) == (d_model,) and tuple(bias.shape) == (d_model,)):
+        fail(f"`{name}` should be a LayerNorm(d_model) with parameters weight and bias of shape ({d_model},).")
+
+
+def _expect_no_parameters(module, name: str) -> None:
+    if module is None:
+        fail(f"The model has no `{name}`; with norm_first=False it is nn.Identity().")
+    if any(True for _ in module.parameters()):
+        fail(f"With norm_first=False, `{name}` should be nn.Identity() (no parameters): every post-norm block already "
+             "ends with a layer norm.")
+
+
+def _expect_final_norm(model, name: str, norm_first: bool, d_model: int) -> None:
+    module = getattr(model, name, None)
+    if norm_first:
+        if module is None:
+            fail(f"The model has no `{name}`; with norm_first=True it is a LayerNorm(d_model).")
+        _expect_norm(module, name, d_model)
+    else:
+        _expect_no_parameters(module, name)
+
+
+def _expect_linear(module, name: str, d_in: int, d_out: int) -> None:
+    if not isinstance(module, nn.Linear) or (module.in_features, module.out_features) != (d_in, d_out):
+        fail(f"`{name}` should be nn.Linear({d_in}, {d_out}).")
+
+
+def _expect_stack(stack, name: str, n: int) -> None:
+    if stack is None or not isinstance(stack, nn.Module):
+        fail(f"The model has no `{name}`: an nn.ModuleList of blocks.")
+    try:
+        length = len(stack)
+    except TypeError:
+        fail(f"`{name}` should be an nn.ModuleList of blocks.")
+    if length != n:
+        fail(f"`{name}` holds {length} blocks, but {n} were asked for.")
+
+
+def _count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _per_encoder_block(d: int, f: int) -> int:
+    """Attention 4(d^2 + d), feed-forward 2df + f + d, two norms 4d."""
+    return 4 * d * d + 2 * d * f + f + 9 * d
+
+
+def _per_decoder_block(d: int, f: int) -> int:
+    """Two attentions 8(d^2 + d), feed-forward 2df + f + d, three norms 6d."""
+    return 8 * d * d + 2 * d * f + f + 15 * d
+
+
+def _count_hint(difference: int, d: int, V: int, per_block: int) -> str:
+    if difference == -V * d:
+        return (" You have V * d_model fewer: is the head sharing the embedding's weight (weight tying)? Here "
+                "lm_head is its own nn.Linear(d_model, vocab_size).")
+    if difference == -V:
+        return " You have vocab_size fewer: the head needs its bias (nn.Linear has one by default)."
+    if abs(difference) == 2 * d or abs(difference) == 4 * d:
+        return " The difference is one or two layer norms: LayerNorm at the end only when norm_first=True."
+    if per_block and difference % per_block == 0:
+        return f" The difference is {difference // per_block:+d} whole blocks: build exactly n_layers of them."
+    return ""
+
+
+# ---------------------------------------------------------------- DecoderOnlyTransformer
+
+def decoder_only_parameters(vocab_size: int, d_model: int, d_ff: int, n_layers: int, norm_first: bool) -> int:
+    """The notebook's formula: Vd + N(4d^2 + 2df + f + 9d) + (2d if pre-norm) + dV + V."""
+    V, d, f = vocab_size, d_model, d_ff
+    return V * d + n_layers * _per_encoder_block(d, f) + (2 * d if norm_first else 0) + d * V + V
+
+
+def check_decoder_only_transformer(DecoderOnlyTransformer) -> None:
+    """Submodules, the parameter formula, stored weights and logits on every device and dtype (naming known
+    mistakes), causality, prefixes and shapes."""
+    fixture = load("transformer")["DecoderOnlyTransformer"]
+    cases = fixture["cases"]
+
+    def build(c, device=torch.device("cpu"), dtype=torch.float64):
+        model = DecoderOnlyTransformer(**c["config"]).to(device=device, dtype=dtype)
+        return load_weights(model, c["state"], "DecoderOnlyTransformer")
+
+    def structure():
+        for c in cases:
+            cfg = c["config"]
+            model = DecoderOnlyTransformer(**cfg)
+            if not isinstance(getattr(model, "embedding", None), nn.Module) or \
+                    not isinstance(getattr(model.embedding, "embed", None), nn.Embedding):
+                fail("`embedding` should be your TokenAndPositionEmbedding(vocab_size, d_model, max_len).")
+            _expect_stack(getattr(model, "blocks", None), "blocks", cfg["n_layers"])
+            _expect_final_norm(model, "norm_final", cfg["norm_first"], cfg["d_model"])
+            _expect_linear(getattr(model, "lm_head", None), "lm_head", cfg["d_model"], cfg["vocab_size"])
+
+    def parameter_count():
+        for cfg in fixture["count_configs"]:
+            counted = _count(DecoderOnlyTransformer(**cfg))
+            expected = decoder_only_parameters(cfg["vocab_size"], cfg["d_model"], cfg["d_ff"], cfg["n_layers"],
+                                               cfg["norm_first"])
+            if counted != expected:
+                shown = ", ".join(f"{k}={v}" for k, v in cfg.items())
+                fail(f"With {shown} your model has {counted:,} parameters; the formula gives {expected:,} "
+                     f"(difference {counted - expected:+,})."
+                     + _count_hint(counted - expected, cfg["d_model"], cfg["vocab_size"],
+                                   _per_encoder_block(cfg["d_model"], cfg["d_ff"])))
+
+    def loads():
+        for c in cases:
+            build(c)
+
+    def values_on(device, dtype):
+        def step():
+            for c in cases:
+                model = build(c, device, dtype)
+                logits = model(c["tokens"].to(device))
+                order = "pre-norm" if c["config"]["norm_first"] else "post-norm"
+                expect_tensor(f"The logits tensor ({order})", logits, shape=c["expected"].shape, dtype=dtype, device=device)
+                expect_values(f"The logits tensor ({order})", logits, c["expected"], dtype, c["mistakes"])
+        return step
+
+    def causality():
+        g = torch.Generator().manual_seed(51)
+        c = cases[0]
+        model = build(c)
+        T, changed = c["config"]["max_len"] - 1, 4
+        tokens = torch.randint(0, c["config"]["vocab_size"], (2, T), generator=g)
+        other = tokens.clone()
+        other[:, changed] = (other[:, changed] + 1) % c["config"]["vocab_size"]
+        moved = (model(other) - model(tokens)).detach().abs().amax(dim=(0, 2))
+        if moved[:changed].max() > 1e-9:
+            first = int(torch.nonzero(moved[:changed] > 1e-9)[0])
+            fail(f"Changing token {changed} changed the logits at position {first} (by {moved[first].item():.3g}): the "
+                 "model reads the future. Every block needs the causal mask for the current length T.")
+        if moved[changed:].max() == 0:
+            fail(f"Changing token {changed} changed no logit at all, not even at its own position.")
+
+    def prefix():
+        g = torch.Generator().manual_seed(52)
+        c = cases[1]
+        model = build(c)
+        tokens = torch.randint(0, c["config"]["vocab_size"], (3, c["config"]["max_len"]), generator=g)
+        full = model(tokens).detach()
+        for T in (1, 3):
+            part = model(tokens[:, :T])
+            expect_tensor(f"The logits of a sequence of length {T}", part, shape=(3, T, c["config"]["vocab_size"]))
+            if not torch.allclose(part.detach(), full[:, :T], atol=1e-9):
+                fail(f"The logits of the first {T} tokens alone differ from those at the same positions inside the "
+                     "longer sequence: build the mask for the length of the tokens you were given.")
+
+    def gradients():
+        c = cases[0]
+        model = build(c)
+        model(c["tokens"]).sum().backward()
+        dead = [name for name, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
+        if dead:
+            fail(f"No gradient reaches {', '.join(dead[:4])}: every part of the model should take part in its output.")
+
+    steps = [("has the submodules embedding, blocks, norm_final and lm_head", structure),
+             ("has as many parameters as the formula of the notebook", parameter_count),
+             ("loads the stored weights by name", loads)]
+    steps += [(f"gives the stored logits {_where(d, t)}", values_on(d, t)) for d, t in _grid()]
+    steps += [("changing token t changes no logit before t (causal)", causality),
+              ("a prefix gets the same logits alone as inside a longer sequence", prefix),
+              ("every parameter gets a gradient", gradients)]
+    run_steps("DecoderOnlyTransformer", steps)
+
+
+# ---------------------------------------------------------------- DecoderBlock
+
+def _into_torch_layer(block, d_model, n_heads, d_ff, norm_first, device, dtype) -> nn.Module:
+    """PyTorch's decoder layer holding the weights of `block`."""
+    layer = nn.TransformerDecoderLayer(d_model, n_heads, d_ff, dropout=0.0, activation="relu", batch_first=True,
+                                       norm_first=norm_first).double()  # float64 first: no weight is rounded
+    state = {}
+    for ours, theirs in (("self_attn", "self_attn"), ("cross_attn", "multihead_attn")):
+        attn = getattr(block, ours)
+        state[f"{theirs}.in_proj_weight"] = torch.cat([attn.W_q.weight, attn.W_k.weight, attn.W_v.weight])
+        state[f"{theirs}.in_proj_bias"] = torch.cat([attn.W_q.bias, attn.W_k.bias, attn.W_v.bias])
+        state[f"{theirs}.out_proj.weight"], state[f"{theirs}.out_proj.bias"] = attn.W_o.weight, attn.W_o.bias
+    for ours, theirs in (("ff.fc1", "linear1"), ("ff.fc2", "linear2"), ("norm1", "norm1"), ("norm2", "norm2"),
+                         ("norm3", "norm3")):
+        module = block.get_submodule(ours)
+        state[f"{theirs}.weight"], state[f"{theirs}.bias"] = module.weight, module.bias
+    layer.load_state_dict({k: v.detach().to("cpu", torch.float64) for k, v in state.items()})
+    return layer.to(device=device, dtype=dtype).eval()
+
+
+def _scramble(module: nn.Module, generator: torch.Generator) -> None:
+    """Give every parameter random values (norms too, so that a norm in the wrong place shows)."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            centre = 1.0 if "norm" in name and name.endswith("weight") else 0.0
+            p.copy_(centre + 0.4 * torch.randn(p.shape, generator=generator, dtype=torch.float64))
+
+
+def check_decoder_block(DecoderBlock) -> None:
+    """Submodules, stored outputs (naming known mistakes), PyTorch's nn.TransformerDecoderLayer with the same
+    weights on every device and dtype, then the roles of x and memory and the masks."""
+    fixture = load("transformer")["DecoderBlock"]
+    cases = fixture["cases"]
+
+    def build(c, device=torch.device("cpu"), dtype=torch.float64):
+        block = DecoderBlock(**c["config"]).to(device=device, dtype=dtype)
+        return load_weights(block, c["state"], "DecoderBlock")
+
+    def structure():
+        for c in cases:
+            block = DecoderBlock(**c["config"])
+            _expect_attention(getattr(block, "self_attn", None), "self_attn")
+            _expect_attention(getattr(block, "cross_attn", None), "cross_attn")
+            ff = getattr(block, "ff", None)
+            if not (isinstance(getattr(ff, "fc1", None), nn.Linear) and isinstance(getattr(ff, "fc2", None), nn.Linear)):
+                fail("`ff` should be a FeedForward with the layers fc1 and fc2.")
+            for name in ("norm1", "norm2", "norm3"):
+                _expect_norm(getattr(block, name, None), name, c["config"]["d_model"])
+
+    def call(block, c, device, dtype):
+        return block(c["x"].to(device, dtype), c["memory"].to(device, dtype), c["self_mask"].to(device),
+                     c["memory_mask"].to(device))
+
+    def values():
+        for c in cases:
+            out = call(build(c), c, torch.device("cpu"), torch.float64)
+            order = "pre-norm" if c["config"]["norm_first"] else "post-norm"
+            expect_tensor(f"The output ({order})", out, shape=c["expected"].shape)
+            expect_values(f"The output ({order})", out, c["expected"], torch.float64, c["mistakes"])
+
+    def like_torch(device, dtype):
+        def step():
+            g = torch.Generator().manual_seed(53)
+            for norm_first in (False, True):
+                B, T, S, d, h, f = 2, 5, 7, 12, 3, 20
+                block = DecoderBlock(d, h, f, norm_first=norm_first).double()
+                _scramble(block, g)
+                layer = _into_torch_layer(block, d, h, f, norm_first, device, dtype)
+                block = block.to(device, dtype)
+                x, memory = _randn(B, T, d, generator=g).to(device, dtype), _randn(B, S, d, generator=g).to(device, dtype)
+                blocked = torch.ones(T, T, dtype=torch.bool, device=device).triu(1)  # torch: True = may NOT attend
+                lengths = torch.tensor([S, 4], device=device)
+                pad = torch.arange(S, device=device)[None, :] >= lengths[:, None]  # torch: True = padding
+                out = block(x, memory, self_mask=~blocked, memory_mask=(~pad)[:, None, :])
+                expected = layer(x, memory, tgt_mask=blocked, memory_key_padding_mask=pad).detach()
+                order = "pre-norm" if norm_first else "post-norm"
+                expect_tensor(f"The output ({order})", out, shape=(B, T, d), dtype=dtype, device=device)
+                expect_values(f"The output ({order}) compared with nn.TransformerDecoderLayer", out,
+                              expected.to("cpu", torch.float64), dtype)
+        return step
+
+    def roles():
+        g = torch.Generator().manual_seed(54)
+        c = cases[0]
+        block = build(c)
+        x, memory = c["x"].clone(), c["memory"].clone()
+        S = memory.shape[1]
+        short = memory[:, : S - 2]
+        out = block(x, short)
+        expect_tensor("With a memory of a different length, the output", out, shape=x.shape)
+        changed = memory.clone()
+        changed[:, 1] += _randn(changed.shape[0], changed.shape[2], generator=g)
+        moved = (block(x, changed) - block(x, memory)).detach().abs().max()
+        if moved == 0:
+            fail("Changing the memory changed nothing: the cross-attention must read its keys and values from memory.")
+
+    def masks():
+        g = torch.Generator().manual_seed(55)
+        c = cases[0]
+        block = build(c)
+        x, memory, self_mask, memory_mask = c["x"], c["memory"], c["self_mask"], c["memory_mask"]
+        other = memory.clone()
+        hidden = ~memory_mask[1, 0]  # the padded source positions of sequence 1
+        other[1, hidden] = _randn(int(hidden.sum()), memory.shape[2], generator=g)
+        if (block(x, other, self_mask, memory_mask) - block(x, memory, self_mask, memory_mask)).detach().abs().max() > 1e-9:
+            fail("Changing memory positions that memory_mask hides changed the output: pass memory_mask to the "
+                 "cross-attention.")
+        later = x.clone()
+        later[:, 3] += _randn(x.shape[0], x.shape[2], generator=g)
+        moved = (block(later, memory, self_mask, memory_mask) - block(x, memory, self_mask, memory_mask)).detach()
+        if moved[:, :3].abs().max() > 1e-9:
+            fail("With a causal self_mask, changing target position 3 changed the output at an earlier position: pass "
+                 "self_mask to the self-attention.")
+
+    steps = [("has the submodules self_attn, cross_attn, ff, norm1, norm2, norm3", structure),
+             ("gives the stored outputs for stored weights (post-norm and pre-norm)", values)]
+    steps += [(f"equals nn.TransformerDecoderLayer with the same weights {_where(d, t)}", like_torch(d, t))
+              for d, t in _grid()]
+    steps += [("the queries come from x, the keys and values from memory", roles),
+              ("respects self_mask and memory_mask", masks)]
+    run_steps("DecoderBlock", steps)
+
+
+# ---------------------------------------------------------------- EncoderDecoderTransformer
+
+def encoder_decoder_parameters(src_vocab_size, tgt_vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers,
+                               norm_first) -> int:
+    """Two embeddings, the encoder and decoder blocks, two final norms (pre-norm only), the head."""
+    d, f = d_model, d_ff
+    return (src_vocab_size * d + tgt_vocab_size * d + n_encoder_layers * _per_encoder_block(d, f)
+            + n_decoder_layers * _per_decoder_block(d, f) + (4 * d if norm_first else 0)
+            + d * tgt_vocab_size + tgt_vocab_size)
+
+
+def check_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
+    """Submodules, the parameter count, stored logits on every device and dtype (naming known mistakes), the
+    source padding, cross-attention, and causality on the target side."""
+    fixture = load("transformer")["EncoderDecoderTransformer"]
+    cases = fixture["cases"]
+
+    def build(c, device=torch.device("cpu"), dtype=torch.float64):
+        model = EncoderDecoderTransformer(**c["config"]).to(device=device, dtype=dtype)
+        return load_weights(model, c["state"], "EncoderDecoderTransformer")
+
+    def structure():
+        for c in cases:
+            cfg = c["config"]
+            model = EncoderDecoderTransformer(**cfg)
+            for name in ("src_embedding", "tgt_embedding"):
+                if not isinstance(getattr(getattr(model, name, None), "embed", None), nn.Embedding):
+                    fail(f"`{name}` should be a TokenAndPositionEmbedding.")
+            _expect_stack(getattr(model, "encoder", None), "encoder", cfg["n_encoder_layers"])
+            _expect_stack(getattr(model, "decoder", None), "decoder", cfg["n_decoder_layers"])
+            for name in ("encoder_norm", "decoder_norm"):
+                _expect_final_norm(model, name, cfg["norm_first"], cfg["d_model"])
+            _expect_linear(getattr(model, "lm_head", None), "lm_head", cfg["d_model"], cfg["tgt_vocab_size"])
+
+    def parameter_count():
+        for cfg in fixture["count_configs"]:
+            counted = _count(EncoderDecoderTransformer(**cfg))
+            expected = encoder_decoder_parameters(cfg["src_vocab_size"], cfg["tgt_vocab_size"], cfg["d_model"],
+                                                  cfg["d_ff"], cfg["n_encoder_layers"], cfg["n_decoder_layers"],
+                                                  cfg["norm_first"])
+            if counted != expected:
+                shown = ", ".join(f"{k}={v}" for k, v in cfg.items())
+                fail(f"With {shown} your model has {counted:,} parameters; two embeddings, the blocks, the final norms "
+                     f"and the head make {expected:,} (difference {counted - expected:+,})."
+                     + _count_hint(counted - expected, cfg["d_model"], cfg["tgt_vocab_size"], 0))
+
+    def loads():
+        for c in cases:
+            build(c)
+
+    def values_on(device, dtype):
+        def step():
+            for c in cases:
+                model = build(c, device, dtype)
+                for run in c["runs"]:
+                    lengths = None if run["src_lengths"] is None else run["src_lengths"].to(device)
+                    logits = model(run["src"].to(device), run["tgt"].to(device), lengths)
+                    described = ("pre-norm" if c["config"]["norm_first"] else "post-norm") + \
+                        (", no src_lengths" if lengths is None else f", src_lengths={run['src_lengths'].tolist()}")
+                    expect_tensor(f"The logits tensor ({described})", logits, shape=run["expected"].shape, dtype=dtype,
+                                  device=device)
+                    expect_values(f"The logits tensor ({described})", logits, run["expected"], dtype, run["mistakes"])
+        return step
+
+    def padding():
+        g = torch.Generator().manual_seed(56)
+        c = cases[0]
+        model = build(c)
+        run = c["runs"][0]
+        src, tgt, lengths = run["src"], run["tgt"], run["src_lengths"]
+        other = src.clone()
+        for b, n in enumerate(lengths.tolist()):
+            other[b, n:] = torch.randint(0, c["config"]["src_vocab_size"], (src.shape[1] - n,), generator=g)
+        moved = (model(other, tgt, lengths) - model(src, tgt, lengths)).detach().abs().max()
+        if moved > 1e-9:
+            fail(f"Changing only the padding of the source (positions at or after src_lengths) changed the logits by "
+                 f"{moved.item():.3g}: neither the encoder nor the cross-attention may read padding.")
+        real = src.clone()
+        real[:, 0] = (real[:, 0] + 1) % c["config"]["src_vocab_size"]
+        if (model(real, tgt, lengths) - model(src, tgt, lengths)).detach().abs().max() == 0:
+            fail("Changing a real source token changed no logit: the decoder must read the encoder's output (the "
+                 "memory) through cross-attention.")
+
+    def causal():
+        g = torch.Generator().manual_seed(57)
+        c = cases[1]
+        model = build(c)
+        run = c["runs"][0]
+        tgt = run["tgt"].clone()
+        changed = 3
+        tgt[:, changed] = (tgt[:, changed] + 1 + torch.randint(0, 3, (tgt.shape[0],), generator=g)) \
+            % c["config"]["tgt_vocab_size"]
+        moved = (model(run["src"], tgt, run["src_lengths"]) -
+                 model(run["src"], run["tgt"], run["src_lengths"])).detach().abs().amax(dim=(0, 2))
+        if moved[:changed].max() > 1e-9:
+            fail(f"Changing target token {changed} changed the logits at an earlier position: the decoder's "
+                 "self-attention needs the causal mask.")
+
+    def no_lengths():
+        c = cases[0]
+        model = build(c)
+        run = c["runs"][0]
+        src = run["src"]
+        full = torch.full((src.shape[0],), src.shape[1], dtype=torch.long)
+        if not torch.allclose(model(src, run["tgt"], None).detach(), model(src, run["tgt"], full).detach(), atol=1e-9):
+            fail("src_lengths=None should give the same logits as src_lengths equal to the full length S (no padding).")
+
+    steps = [("has the submodules of the table", structure),
+             ("has as many parameters as its parts add up to", parameter_count),
+             ("loads the stored weights by name", loads)]
+    steps += [(f"gives the stored logits {_where(d, t)}", values_on(d, t)) for d, t in _grid()]
+    steps += [("reads the real source tokens and never the padding", padding),
+              ("changing target token t changes no logit before t (causal)", causal),
+              ("src_lengths=None means no padding", no_lengths)]
+    run_steps("EncoderDecoderTransformer", steps)
+
+
+# ---------------------------------------------------------------- generate
+
+class _Context(nn.Module):
+    """Stands where a model's embedding is: `generate` reads `max_len` from it."""
+
+    def __init__(self, max_len: int):
+        super().__init__()
+        self.max_len = max_len
+
+
+class ToyLanguageModel(nn.Module):
+    """A tiny hand-made language model for trying `generate`: no attention, no training.
+
+    logits[b, t] = follow[tokens[b, t]] + start[tokens[b, 0]] + position[t], so the next token depends on the
+    last token, on the first token of the context window and on the window's length. It keeps a record of the
+    mode (training or not) and of whether gradients were on in each call. Positions beyond max_len work
+    (unlike a real model), so that a missing crop shows in the tokens.
+    """
+
+    def __init__(self, follow: torch.Tensor, start: torch.Tensor, position: torch.Tensor, max_len: int,
+                 dropout: float = 0.0):
+        super().__init__()
+        self.embedding = _Context(max_len)
+        self.follow = nn.Parameter(follow.clone())
+        self.start = nn.Parameter(start.clone())
+        self.position = nn.Parameter(position.clone())
+        self.drop = nn.Dropout(p=dropout)
+        self.calls: list[tuple[bool, bool]] = []
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        self.calls.append((self.training, torch.is_grad_enabled()))
+        T = tokens.shape[-1]
+        logits = self.follow[tokens] + self.start[tokens[..., :1]] + self.position[:T]
+        return self.drop(logits)
+
+
+def toy_model(fixture: dict, device=torch.device("cpu"), dtype=torch.float64, dropout: float = 0.0) -> ToyLanguageModel:
+    return ToyLanguageModel(fixture["follow"], fixture["start"], fixture["position"], fixture["max_len"],
+                            dropout).to(device, dtype)
+
+
+def _joint_frequencies(tokens: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """(N, 2) pairs of new tokens -> their frequencies as a (vocab_size, vocab_size) table."""
+    index = tokens[:, 0] * vocab_size + tokens[:, 1]
+    return torch.bincount(index.cpu(), minlength=vocab_size * vocab_size).double().reshape(vocab_size, vocab_size) \
+        / tokens.shape[0]
+
+
+SAMPLING_TOLERANCE = 0.02  # largest allowed gap between a sampled frequency and its probability (N = 20000)
+
+
+def _expect_tokens(what: str, actual, expected: torch.Tensor, mistakes: dict, device) -> None:
+    expect_tensor(what, actual, shape=expected.shape, device=device)
+    if actual.dtype != torch.long:
+        fail(f"{what} should be a LongTensor of token ids, but it has dtype {actual.dtype}.")
+    if torch.equal(actual.cpu(), expected):
+        return
+    named = None
+    for m in mistakes.values():
+        if torch.equal(actual.cpu(), m["output"].long()):
+            named = m["message"]
+            break
+    wrong = torch.nonzero(actual.cpu() != expected)[0].tolist()
+    message = (f"{what} differs from the expected tokens: first at [{wrong[0]}, {wrong[1]}], expected "
+               f"{int(expected[tuple(wrong)])}, got {int(actual[tuple(wrong)])}.")
+    if named:
+        message += f"\n  This is a known mistake: {named}"
+    fail(message)
+
+
+def check_generate(generate) -> None:
+    """Shape and prefix, greedy decoding against stored tokens on every device and dtype (naming known mistakes),
+    cropping, top_k=1, seeded sampling, the distribution of samples under temperature and top-k, eval mode and
+    no_grad."""
+    fixture = load("transformer")["generate"]
+    V = fixture["follow"].shape[0]
+
+    def shape():
+        model = toy_model(fixture)
+        prompt = fixture["greedy"][0]["prompt"].clone()
+        out = generate(model, prompt, 4, temperature=0)
+        expect_tensor("generate(model, prompt (B, T0), 4)", out, shape=(prompt.shape[0], prompt.shape[1] + 4))
+        if out.dtype != torch.long:
+            fail(f"The result should be a LongTensor of token ids, but it has dtype {out.dtype}.")
+        if not torch.equal(out[:, : prompt.shape[1]], prompt):
+            fail("The result should start with the prompt itself, followed by the new tokens.")
+        same = generate(model, prompt, 0, temperature=0)
+        if not (isinstance(same, torch.Tensor) and torch.equal(same, prompt)):
+            fail("With max_new_tokens=0 the result should be the prompt.")
+
+    def greedy_on(device, dtype):
+        def step():
+            model = toy_model(fixture, device, dtype)
+            for c in fixture["greedy"]:
+                prompt = c["prompt"].to(device)
+                out = generate(model, prompt, c["max_new_tokens"], temperature=0)
+                T0 = prompt.shape[1]
+                described = f"Greedy decoding of a prompt of {T0} tokens (max_len {fixture['max_len']})"
+                _expect_tokens(described, out, c["expected"], c["mistakes"], device)
+        return step
+
+    def top_k_one():
+        model = toy_model(fixture)
+        for c in fixture["greedy"]:
+            out = generate(model, c["prompt"].clone(), c["max_new_tokens"], temperature=1.0, top_k=1,
+                           generator=torch.Generator().manual_seed(0))
+            if not (isinstance(out, torch.Tensor) and torch.equal(out.cpu(), c["expected"])):
+                fail("With top_k=1 only the most likely token can be drawn, so sampling should give exactly the greedy "
+                     "tokens; it did not. Keep the k largest logits (the k-th included) and set the others to -inf.")
+
+    def reproducible_on(device):
+        def step():
+            model = toy_model(fixture, device)
+            prompt = fixture["greedy"][0]["prompt"].to(device).repeat(4, 1)
+            runs = [generate(model, prompt, 12, temperature=1.5, generator=torch.Generator(device).manual_seed(s))
+                    for s in (7, 7, 8)]
+            for r in runs:
+                expect_tensor("A sampled result", r, shape=(prompt.shape[0], prompt.shape[1] + 12), device=device)
+            if not torch.equal(runs[0], runs[1]):
+                fail("Two calls with generators seeded alike gave different tokens: draw every random number from "
+                     "`generator` (torch.multinomial(..., generator=generator)), not from the global random state.")
+            if torch.equal(runs[0], runs[2]):
+                fail("Different seeds gave the same tokens at temperature 1.5: is the next token sampled at all?")
+        return step
+
+    def distribution(c):
+        def step():
+            model = toy_model(fixture)
+            prompt = c["prompt"].expand(fixture["samples"], -1).clone()
+            out = generate(model, prompt, 2, temperature=c["temperature"], top_k=c["top_k"],
+                           generator=torch.Generator().manual_seed(11))
+            expect_tensor("The result", out, shape=(prompt.shape[0], prompt.shape[1] + 2))
+            freq = _joint_frequencies(out[:, -2:], V)
+            gap = (freq - c["probabilities"]).abs()
+            if gap.max() <= SAMPLING_TOLERANCE:
+                return
+            a, b = (int(i) for i in torch.nonzero(gap == gap.max())[0])
+            message = (f"Sampling {fixture['samples']} pairs of tokens at temperature {c['temperature']}, top_k="
+                       f"{c['top_k']}: the pair ({a}, {b}) came out with frequency {freq[a, b].item():.3f}, but its "
+                       f"probability is {c['probabilities'][a, b].item():.3f}.")
+            for m in c["mistakes"].values():
+                if (freq - m["output"]).abs().max() <= SAMPLING_TOLERANCE:
+                    message += f"\n  This is a known mistake: {m['message']}"
+                    break
+            fail(message)
+        return step
+
+    def modes():
+        model = toy_model(fixture, dropout=0.5)
+        prompt = fixture["greedy"][0]["prompt"].clone()
+        for training in (True, False):
+            model.train(training)
+            model.calls.clear()
+            generate(model, prompt, 3, temperature=0)
+            if not model.calls:
+                fail("generate never called the model.")
+            if any(t for t, _ in model.calls):
+                fail("The model ran in training mode (dropout on) while generating: call model.eval() first.")
+            if any(g for _, g in model.calls):
+                fail("The model ran with gradients on: wrap the loop in `with torch.no_grad():`.")
+            if model.training != training:
+                fail(f"generate left the model in {'training' if model.training else 'eval'} mode; put it back in the "
+                     "mode it was in (read model.training at the start; give that value to model.train(...) at the end).")
+
+    def prompt_unchanged():
+        model = toy_model(fixture)
+        prompt = fixture["greedy"][1]["prompt"].clone()
+        before = prompt.clone()
+        generate(model, prompt, 5, temperature=0.8, top_k=V + 3, generator=torch.Generator().manual_seed(1))
+        if not torch.equal(prompt, before):
+            fail("generate changed the prompt in place; build new tensors (torch.cat) instead.")
+
+    steps = [("returns the prompt followed by the new tokens", shape)]
+    steps += [(f"greedy decoding gives the stored tokens {_where(d, t)} (prompts longer than max_len included)",
+               greedy_on(d, t)) for d, t in _grid()]
+    steps += [(f"samples follow softmax(logits / {c['temperature']})" + (f" over the top {c['top_k']}" if c["top_k"]
+                                                                          else ""), distribution(c))
+              for c in fixture["sampling"]]
+    steps += [("top_k=1 gives the greedy tokens", top_k_one)]
+    steps += [(f"a seeded generator makes sampling reproducible on {d.type}", reproducible_on(d))
+              for d in available_devices()]
+    steps += [("runs the model in eval mode without gradients and restores its mode", modes),
+              ("leaves the prompt unchanged; a top_k above the vocabulary size keeps every token", prompt_unchanged)]
+    run_steps("generate", steps)
+
+
+# ---------------------------------------------------------------- written_*
+
+def written_decoder_only_transformer(DecoderOnlyTransformer) -> None:
+    assert_written("DecoderOnlyTransformer",
+                   lambda: DecoderOnlyTransformer(5, 4, 2, 8, 1, 4)(torch.zeros(1, 2, dtype=torch.long)))
+
+
+def written_decoder_block(DecoderBlock) -> None:
+    assert_written("DecoderBlock", lambda: DecoderBlock(4, 2, 8)(torch.zeros(1, 2, 4), torch.zeros(1, 3, 4)))
+
+
+def written_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
+    assert_written("EncoderDecoderTransformer",
+                   lambda: EncoderDecoderTransformer(5, 6, 4, 2, 8, 1, 1, 4)(torch.zeros(1, 3, dtype=torch.long),
+                                                                             torch.zeros(1, 2, dtype=torch.long)))
+
+
+def written_generate(generate) -> None:
+    fixture = load("transformer")["generate"]
+    assert_written("generate", lambda: generate(toy_model(fixture), torch.zeros(1, 1, dtype=torch.long), 1,
+                                                temperature=0))

@@ -1,0 +1,380 @@
+"""Mutants and variants for notebook 05."""
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from autograder.reference import transformer as ref
+from autograder.reference.attention_block import LayerNorm, MultiHeadAttention, TransformerBlock
+from autograder.reference.masking import causal_mask, padding_mask
+from autograder.reference.positional_encoding import TokenAndPositionEmbedding
+
+
+# ---------------------------------------------------------------- DecoderOnlyTransformer
+
+class tied_head(ref.DecoderOnlyTransformer):  # weight tying: one fewer matrix than the formula
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lm_head.weight = self.embedding.embed.weight
+
+
+class returns_probabilities(ref.DecoderOnlyTransformer):  # softmax in forward: probabilities, not logits
+    def forward(self, tokens):
+        return super().forward(tokens).softmax(-1)
+
+
+class post_norm_with_final_norm(ref.DecoderOnlyTransformer):  # a LayerNorm at the end of post-norm too
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout=0.0, norm_first=True):
+        super().__init__(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout, norm_first)
+        self.norm_final = LayerNorm(d_model)
+
+
+class blocks_ignore_norm_first(ref.DecoderOnlyTransformer):  # every block built post-norm
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout=0.0, norm_first=True):
+        super().__init__(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout, norm_first)
+        self.blocks = nn.ModuleList([TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)])
+
+
+class mask_for_max_len(ref.DecoderOnlyTransformer):  # the mask of max_len sliced wrongly: column block of the end
+    def forward(self, tokens):
+        T, L = tokens.shape[-1], self.embedding.max_len
+        mask = causal_mask(L, device=tokens.device)[:T, L - T:]
+        x = self.embedding(tokens)
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.lm_head(self.norm_final(x))
+
+
+class dropout_always_on(ref.DecoderOnlyTransformer):  # F.dropout without training=self.training
+    def forward(self, tokens):
+        mask = causal_mask(tokens.shape[-1], device=tokens.device)
+        x = F.dropout(self.embedding(tokens), 0.1)
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.lm_head(self.norm_final(x))
+
+
+class decoder_only_sequential_variant(nn.Module):  # blocks as a loop over a ModuleList built by append; mask inline
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout=0.0, norm_first=True):
+        super().__init__()
+        self.embedding = TokenAndPositionEmbedding(vocab_size, d_model, max_len)
+        self.blocks = nn.ModuleList()
+        for _ in range(n_layers):
+            self.blocks.append(TransformerBlock(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first))
+        self.norm_final = LayerNorm(d_model) if norm_first else nn.Identity()
+        self.lm_head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens):
+        T = tokens.size(1)
+        allowed = torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril()[None]  # (1, T, T)
+        hidden = self.embedding(tokens)
+        for i in range(len(self.blocks)):
+            hidden = self.blocks[i](hidden, mask=allowed)
+        hidden = self.norm_final(hidden)
+        return hidden @ self.lm_head.weight.T + self.lm_head.bias
+
+
+class decoder_only_norm_flag_variant(nn.Module):  # norm_final applied by a flag in forward, Identity stored
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout=0.0, norm_first=True):
+        super().__init__()
+        self.use_final_norm = norm_first
+        self.embedding = TokenAndPositionEmbedding(vocab_size, d_model, max_len)
+        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first)
+                                    for _ in range(n_layers))
+        self.norm_final = LayerNorm(d_model) if norm_first else nn.Identity()
+        self.lm_head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens):
+        mask = torch.tril(torch.ones(tokens.shape[1], tokens.shape[1], device=tokens.device)).bool()
+        x = self.embedding(tokens)
+        for block in self.blocks:
+            x = block(x, mask.expand(tokens.shape[0], -1, -1))
+        if self.use_final_norm:
+            x = self.norm_final(x)
+        return self.lm_head(x)
+
+
+# ---------------------------------------------------------------- DecoderBlock
+
+class cross_before_self(ref.DecoderBlock):  # the two attentions in the wrong order
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.cross_attn(self.norm2(x), memory, memory_mask)[0]
+            h = self.norm1(x)
+            x = x + self.self_attn(h, h, self_mask)[0]
+            return x + self.ff(self.norm3(x))
+        x = self.norm2(x + self.cross_attn(x, memory, memory_mask)[0])
+        x = self.norm1(x + self.self_attn(x, x, self_mask)[0])
+        return self.norm3(x + self.ff(x))
+
+
+class one_norm_for_all(ref.DecoderBlock):  # norm1 used for every sub-layer
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        n = self.norm1
+        if self.norm_first:
+            h = n(x)
+            x = x + self.self_attn(h, h, self_mask)[0]
+            x = x + self.cross_attn(n(x), memory, memory_mask)[0]
+            return x + self.ff(n(x))
+        x = n(x + self.self_attn(x, x, self_mask)[0])
+        x = n(x + self.cross_attn(x, memory, memory_mask)[0])
+        return n(x + self.ff(x))
+
+
+class shared_attention(ref.DecoderBlock):  # one MultiHeadAttention for self- and cross-attention
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
+        self.cross_attn = self.self_attn
+
+
+class masks_swapped(ref.DecoderBlock):  # memory_mask given to the self-attention and vice versa (T == S only)
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if x.shape[1] != memory.shape[1]:
+            return super().forward(x, memory, self_mask, memory_mask)
+        return super().forward(x, memory, memory_mask, self_mask)
+
+
+class decoder_block_sublayer_variant(nn.Module):  # a helper for "residual around a normed sub-layer"; 4-d masks
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ff = ref.FeedForward(d_model, d_ff, dropout)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def _sub(self, x, norm, layer):
+        return x + layer(norm(x)) if self.norm_first else norm(x + layer(x))
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        four = (lambda m: None if m is None else m.reshape(*([1] * (4 - m.dim())), *m.shape) if m.dim() < 3
+                else m.unsqueeze(1))
+        x = self._sub(x, self.norm1, lambda h: self.self_attn(h, h, four(self_mask))[0])
+        x = self._sub(x, self.norm2, lambda h: self.cross_attn(h, memory, four(memory_mask))[0])
+        return self._sub(x, self.norm3, self.ff)
+
+
+# ---------------------------------------------------------------- EncoderDecoderTransformer
+
+class decoder_reads_first_encoder_layer(ref.EncoderDecoderTransformer):  # memory taken too early
+    def forward(self, src, tgt, src_lengths=None):
+        pad = None if src_lengths is None else padding_mask(src_lengths, src.shape[-1])
+        memory = self.encoder_norm(self.encoder[0](self.src_embedding(src), pad))
+        x = self.tgt_embedding(tgt)
+        for block in self.decoder:
+            x = block(x, memory, causal_mask(tgt.shape[-1], device=tgt.device), pad)
+        return self.lm_head(self.decoder_norm(x))
+
+
+class one_embedding(ref.EncoderDecoderTransformer):  # the target embedded with the source table (mod its size)
+    def forward(self, src, tgt, src_lengths=None):
+        pad = None if src_lengths is None else padding_mask(src_lengths, src.shape[-1])
+        memory = self.src_embedding(src)
+        for block in self.encoder:
+            memory = block(memory, pad)
+        memory = self.encoder_norm(memory)
+        x = self.src_embedding(tgt % self.src_embedding.embed.num_embeddings)
+        for block in self.decoder:
+            x = block(x, memory, causal_mask(tgt.shape[-1], device=tgt.device), pad)
+        return self.lm_head(self.decoder_norm(x))
+
+
+class padding_on_the_left(ref.EncoderDecoderTransformer):  # treats the last src_lengths tokens as the real ones
+    def forward(self, src, tgt, src_lengths=None):
+        if src_lengths is None:
+            return super().forward(src, tgt)
+        S = src.shape[-1]
+        pad = (torch.arange(S, device=src.device) >= S - src_lengths[:, None])[:, None]
+        memory = self.src_embedding(src)
+        for block in self.encoder:
+            memory = block(memory, pad)
+        memory = self.encoder_norm(memory)
+        x = self.tgt_embedding(tgt)
+        for block in self.decoder:
+            x = block(x, memory, causal_mask(tgt.shape[-1], device=tgt.device), pad)
+        return self.lm_head(self.decoder_norm(x))
+
+
+class encoder_decoder_methods_variant(ref.EncoderDecoderTransformer):  # encode / decode methods, masks inline
+    def encode(self, src, src_lengths):
+        keep = None
+        if src_lengths is not None:
+            keep = torch.arange(src.shape[1], device=src.device).expand(len(src_lengths), -1) < src_lengths[:, None]
+            keep = keep[:, None, :]
+        h = self.src_embedding(src)
+        for layer in self.encoder:
+            h = layer(h, mask=keep)
+        return self.encoder_norm(h), keep
+
+    def decode(self, tgt, memory, keep):
+        T = tgt.shape[1]
+        causal = ~torch.triu(torch.ones(T, T, dtype=torch.bool, device=tgt.device), diagonal=1)
+        y = self.tgt_embedding(tgt)
+        for layer in self.decoder:
+            y = layer(y, memory, self_mask=causal, memory_mask=None if keep is None else keep.expand(-1, T, -1))
+        return self.lm_head(self.decoder_norm(y))
+
+    def forward(self, src, tgt, src_lengths=None):
+        memory, keep = self.encode(src, src_lengths)
+        return self.decode(tgt, memory, keep)
+
+
+# ---------------------------------------------------------------- generate
+
+def _generic(model, prompt, max_new_tokens, choose, *, crop=lambda t, L: t[:, -L:], eval_mode=True, grad=False,
+             restore=True):
+    was = model.training
+    if eval_mode:
+        model.eval()
+    L = model.embedding.max_len
+    tokens = prompt
+    with torch.set_grad_enabled(grad):
+        for _ in range(max_new_tokens):
+            logits = model(crop(tokens, L))[:, -1]
+            tokens = torch.cat([tokens, choose(logits)], dim=1)
+    if restore:
+        model.train(was)
+    return tokens
+
+
+def _standard(temperature, top_k, generator):
+    def choose(logits):
+        if temperature == 0:
+            return logits.argmax(-1, keepdim=True)
+        logits = logits / temperature
+        if top_k is not None and top_k < logits.shape[-1]:
+            kth = logits.topk(top_k, -1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        return torch.multinomial(logits.softmax(-1), 1, generator=generator)
+    return choose
+
+
+def ignores_generator(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _generic(model, prompt, max_new_tokens, _standard(temperature, top_k, None))
+
+
+def no_eval_mode(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator), eval_mode=False)
+
+
+def with_gradients(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator), grad=True)
+
+
+def leaves_eval_mode(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator), restore=False)
+
+
+def crops_one_short(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator),
+                    crop=lambda t, L: t[:, -(L - 1):])
+
+
+def crops_from_the_start(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator),
+                    crop=lambda t, L: t[:, :L])
+
+
+def returns_new_tokens_only(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    out = _generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator))
+    return out[:, prompt.shape[1]:]
+
+
+def top_k_ignored(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _generic(model, prompt, max_new_tokens, _standard(temperature, None, generator))
+
+
+def top_k_from_probabilities_no_renormalise(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    def choose(logits):  # zeroes the tail of the probabilities; multinomial renormalises, but k - 1 are kept
+        if temperature == 0:
+            return logits.argmax(-1, keepdim=True)
+        p = (logits / temperature).softmax(-1)
+        if top_k is not None and top_k < p.shape[-1]:
+            kth = p.topk(top_k, -1).values[:, -1:]
+            p = torch.where(p > kth, p, 0.0) if top_k > 1 else torch.where(p >= kth, p, 0.0)
+        return torch.multinomial(p, 1, generator=generator)
+    return _generic(model, prompt, max_new_tokens, choose)
+
+
+def gumbel_max_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    def choose(logits):
+        if temperature == 0:
+            return logits.argmax(-1, keepdim=True)
+        logits = logits / temperature
+        if top_k is not None:
+            values, _ = torch.sort(logits, dim=-1, descending=True)
+            cutoff = values[:, min(top_k, logits.shape[-1]) - 1: min(top_k, logits.shape[-1])]
+            logits = torch.where(logits >= cutoff, logits, torch.full_like(logits, float("-inf")))
+        u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
+        gumbel = -torch.log(-torch.log(u.clamp_min(1e-12)))
+        return (logits + gumbel).argmax(-1, keepdim=True)
+    return _generic(model, prompt, max_new_tokens, choose)
+
+
+def inverse_cdf_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    was = model.training
+    model.eval()
+    out = prompt.clone()
+    with torch.inference_mode():
+        for _ in range(max_new_tokens):
+            start = max(0, out.shape[1] - model.embedding.max_len)
+            logits = model(out[:, start:])[:, -1, :].clone()
+            if temperature == 0:
+                nxt = torch.topk(logits, 1, dim=-1).indices
+            else:
+                if top_k is not None and top_k < logits.shape[-1]:
+                    idx = logits.argsort(dim=-1, descending=True)[:, top_k:]
+                    logits.scatter_(1, idx, float("-inf"))
+                cdf = F.softmax(logits / temperature, dim=-1).cumsum(-1)
+                u = torch.rand(cdf.shape[0], 1, generator=generator, device=cdf.device, dtype=cdf.dtype)
+                nxt = torch.searchsorted(cdf, u * cdf[:, -1:]).clamp_max(cdf.shape[-1] - 1)
+            out = torch.cat((out, nxt), dim=-1)
+    model.train(was)
+    return out.clone()
+
+
+def top_k_gather_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    """Samples among the top-k values only, then maps the drawn index back to the token id."""
+    def choose(logits):
+        if temperature == 0:
+            return torch.max(logits, dim=-1).indices.unsqueeze(-1)
+        k = logits.shape[-1] if top_k is None else min(top_k, logits.shape[-1])
+        values, indices = torch.topk(logits / temperature, k, dim=-1)
+        drawn = torch.multinomial(F.softmax(values, dim=-1), num_samples=1, generator=generator)
+        return indices.gather(-1, drawn)
+    return _generic(model, prompt, max_new_tokens, choose)
+
+
+MUTANTS = [
+    ("DecoderOnlyTransformer", tied_head),
+    ("DecoderOnlyTransformer", returns_probabilities),
+    ("DecoderOnlyTransformer", post_norm_with_final_norm),
+    ("DecoderOnlyTransformer", blocks_ignore_norm_first),
+    ("DecoderOnlyTransformer", mask_for_max_len),
+    ("DecoderOnlyTransformer", dropout_always_on),
+    ("DecoderBlock", cross_before_self),
+    ("DecoderBlock", one_norm_for_all),
+    ("DecoderBlock", shared_attention),
+    ("DecoderBlock", masks_swapped),
+    ("EncoderDecoderTransformer", decoder_reads_first_encoder_layer),
+    ("EncoderDecoderTransformer", one_embedding),
+    ("EncoderDecoderTransformer", padding_on_the_left),
+    ("generate", ignores_generator),
+    ("generate", no_eval_mode),
+    ("generate", with_gradients),
+    ("generate", leaves_eval_mode),
+    ("generate", crops_one_short),
+    ("generate", crops_from_the_start),
+    ("generate", returns_new_tokens_only),
+    ("generate", top_k_ignored),
+    ("generate", top_k_from_probabilities_no_renormalise),
+]
+
+VARIANTS = [
+    ("DecoderOnlyTransformer", decoder_only_sequential_variant),
+    ("DecoderOnlyTransformer", decoder_only_norm_flag_variant),
+    ("DecoderBlock", decoder_block_sublayer_variant),
+    ("EncoderDecoderTransformer", encoder_decoder_methods_variant),
+    ("generate", gumbel_max_variant),
+    ("generate", inverse_cdf_variant),
+    ("generate", top_k_gather_variant),
+]
