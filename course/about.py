@@ -12,6 +12,7 @@ NOTEBOOKS = {
     "03_masking": "masking",
     "04_attention_block": "attention_block",
     "05_transformer": "transformer",
+    "06_reversal": "reversal",
 }
 
 

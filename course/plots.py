@@ -423,3 +423,39 @@ def show_temperature_and_top_k() -> None:
     axes[0].set_ylabel("probability")
     fig.tight_layout()
     plt.show()
+
+
+def show_reversal_training(runs: dict, half_len: int, vocab_size: int, smooth: int = 20) -> None:
+    """Loss curves against the task's floor, and per-position accuracy against chance, for one or more runs.
+
+    runs: {label: (losses, accuracy)}, with losses a list of floats and accuracy a tensor (2 * half_len - 1,).
+    """
+    import math
+
+    n, V = half_len, vocab_size
+    floor = (n - 1) / (2 * n - 1) * math.log(V)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4))
+    colors = ["tab:blue", "tab:red", "tab:green", "tab:purple"]
+    width = 0.8 / len(runs)
+    positions = torch.arange(1, 2 * n)  # the index of the predicted token
+    for k, (label, (losses, accuracy)) in enumerate(runs.items()):
+        losses = torch.tensor(losses, dtype=torch.float64)
+        window = max(1, min(smooth, len(losses)))
+        smoothed = losses.unfold(0, window, 1).mean(1) if len(losses) >= window else losses
+        left.plot(range(window, window + len(smoothed)), smoothed, color=colors[k % 4], label=label)
+        right.bar(positions + (k - (len(runs) - 1) / 2) * width, torch.as_tensor(accuracy).cpu().float(), width,
+                  color=colors[k % 4], label=label)
+    left.axhline(floor, color="black", linestyle=":", label=f"floor  (n-1)/(2n-1)·ln V = {floor:.3f}")
+    left.axhline(math.log(V), color="grey", linestyle="--", linewidth=1, label=f"uniform guess  ln V = {math.log(V):.3f}")
+    left.set(xlabel="step", ylabel="loss (nats per prediction)", title=f"training loss (mean of {smooth} steps)",
+             ylim=(0, math.log(V) * 1.15))
+    left.legend(fontsize=8)
+    right.axvspan(0.5, n - 0.5, color="tab:orange", alpha=0.08)
+    right.text(n / 2, 1.04, "random first half", ha="center", fontsize=9)
+    right.text(n + (n - 1) / 2, 1.04, "mirrored second half", ha="center", fontsize=9)
+    right.axhline(1 / V, color="black", linestyle="--", linewidth=1, label=f"chance 1/V = {1 / V:.2f}")
+    right.set(xlabel="index of the predicted token", ylabel="accuracy", ylim=(0, 1.12), xticks=positions.tolist(),
+              title="next-token accuracy by position")
+    right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
+    fig.tight_layout()
+    plt.show()

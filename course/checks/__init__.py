@@ -27,6 +27,14 @@ from course.checks.positional_encoding import (
     written_positional_encoding,
     written_token_and_position_embedding,
 )
+from course.checks.reversal import (
+    check_per_position_accuracy,
+    check_reversal_batch,
+    check_train_reversal,
+    written_per_position_accuracy,
+    written_reversal_batch,
+    written_train_reversal,
+)
 from course.checks.transformer import (
     check_decoder_block,
     check_decoder_only_transformer,
@@ -49,4 +57,6 @@ __all__ = [
     "check_decoder_only_transformer", "check_decoder_block", "check_encoder_decoder_transformer", "check_generate",
     "written_decoder_only_transformer", "written_decoder_block", "written_encoder_decoder_transformer",
     "written_generate",
+    "check_reversal_batch", "check_train_reversal", "check_per_position_accuracy",
+    "written_reversal_batch", "written_train_reversal", "written_per_position_accuracy",
 ]
