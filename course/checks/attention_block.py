@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from course.checks.attention import expect_stored_result
 from course.checks.compare import expect_tensor, expect_values
 from course.checks.report import CheckFailed, assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
@@ -157,10 +158,7 @@ def check_multi_head_attention(MultiHeadAttention) -> None:
                 mask = None if c["mask"] is None else c["mask"].to(device, copy=True)
                 try:
                     output, weights = call_mha(module, x_q, x_kv, mask)
-                    expect_tensor("The weights", weights, shape=c["weights"].shape, dtype=dtype, device=device)
-                    expect_values("The weights", weights, c["weights"], dtype, c["weight_mistakes"])
-                    expect_tensor("The output", output, shape=c["output"].shape, dtype=dtype, device=device)
-                    expect_values("The output", output, c["output"], dtype, c["output_mistakes"])
+                    expect_stored_result(output, weights, c, device, dtype)
                 except CheckFailed as exc:
                     fail(f"{c['label']}: {exc.args[0]}")
         return step
