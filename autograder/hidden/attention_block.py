@@ -98,13 +98,18 @@ def test_layer_norm(LayerNorm, trials: int = 8, seed: int = 402) -> None:
         x = spread * torch.randn(*batch, d_model, generator=g, dtype=torch.float64) + float(torch.randn(1, generator=g))
         if trial == 0:
             x[..., :] = 2.5  # constant vectors: variance 0
-        for device, dtype in grid():
-            s, e = student.to(device, dtype), expected.to(device, dtype)
-            xs = x.to(device, dtype)
-            with torch.no_grad():
-                wanted = e(xs)
-            assert_matches(f"{what} on an input of shape {tuple(x.shape)} ({device.type}, {dtype})", s(xs.clone()),
-                           wanted, dtype)
+        _compare_everywhere(student, expected, x, what)
+
+
+def _compare_everywhere(student: nn.Module, expected: nn.Module, x: torch.Tensor, what: str) -> None:
+    """The student's module and the reference, same weights, on `x` on every device and dtype."""
+    for device, dtype in grid():
+        s, e = student.to(device, dtype), expected.to(device, dtype)
+        xs = x.to(device, dtype)
+        with torch.no_grad():
+            wanted = e(xs)
+        assert_matches(f"{what} on an input of shape {tuple(x.shape)} ({device.type}, {dtype})", s(xs.clone()),
+                       wanted, dtype)
 
 
 def test_feed_forward(FeedForward, trials: int = 6, seed: int = 403) -> None:
@@ -114,13 +119,7 @@ def test_feed_forward(FeedForward, trials: int = 6, seed: int = 403) -> None:
         batch = tuple(_sizes(g, 1, 5, int(torch.randint(0, 3, (1,), generator=g))))
         student, expected, what = _pair(FeedForward, ref.FeedForward, {"d_model": d_model, "d_ff": d_ff}, g, 2.0)
         x = torch.randn(*batch, d_model, generator=g, dtype=torch.float64)
-        for device, dtype in grid():
-            s, e = student.to(device, dtype), expected.to(device, dtype)
-            xs = x.to(device, dtype)
-            with torch.no_grad():
-                wanted = e(xs)
-            assert_matches(f"{what} on an input of shape {tuple(x.shape)} ({device.type}, {dtype})", s(xs.clone()),
-                           wanted, dtype)
+        _compare_everywhere(student, expected, x, what)
 
 
 def _with_reference_parts(block: nn.Module, init: dict) -> nn.Module:

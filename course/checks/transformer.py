@@ -54,6 +54,11 @@ def load_weights(model: nn.Module, state: dict, what: str) -> nn.Module:
     return model
 
 
+def built(cls, case: dict, device: torch.device, dtype: torch.dtype) -> nn.Module:
+    """`cls(**case["config"])` on `device` in `dtype`, with the case's stored weights loaded by name."""
+    return load_weights(cls(**case["config"]).to(device=device, dtype=dtype), case["state"], cls.__name__)
+
+
 def _expect_attention(module, name: str) -> None:
     for part in ("W_q", "W_k", "W_v", "W_o"):
         if not isinstance(getattr(module, part, None), nn.Module):
@@ -143,8 +148,7 @@ def check_decoder_only_transformer(DecoderOnlyTransformer) -> None:
     cases = fixture["cases"]
 
     def build(c, device=torch.device("cpu"), dtype=torch.float64):
-        model = DecoderOnlyTransformer(**c["config"]).to(device=device, dtype=dtype)
-        return load_weights(model, c["state"], "DecoderOnlyTransformer")
+        return built(DecoderOnlyTransformer, c, device, dtype)
 
     def structure():
         for c in cases:
@@ -265,8 +269,7 @@ def check_decoder_block(DecoderBlock) -> None:
     cases = fixture["cases"]
 
     def build(c, device=torch.device("cpu"), dtype=torch.float64):
-        block = DecoderBlock(**c["config"]).to(device=device, dtype=dtype)
-        return load_weights(block, c["state"], "DecoderBlock")
+        return built(DecoderBlock, c, device, dtype)
 
     def structure():
         for c in cases:
@@ -371,8 +374,7 @@ def check_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
     cases = fixture["cases"]
 
     def build(c, device=torch.device("cpu"), dtype=torch.float64):
-        model = EncoderDecoderTransformer(**c["config"]).to(device=device, dtype=dtype)
-        return load_weights(model, c["state"], "EncoderDecoderTransformer")
+        return built(EncoderDecoderTransformer, c, device, dtype)
 
     def structure():
         for c in cases:
