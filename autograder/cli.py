@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 
@@ -25,7 +26,23 @@ def _release(args) -> None:
 
 def _demo(args) -> None:
     from autograder.demo import run_demo
-    run_demo()
+    run_demo(jobs=args.jobs)
+
+
+def _grade(args) -> None:
+    from autograder.demo import score_table
+    from autograder.grading import NOTEBOOK_TIME_LIMIT, Limits, grade
+    from autograder.paths import ROOT
+    from course.about import NOTEBOOKS
+    unknown = [a for a in args.assignments if a not in NOTEBOOKS]
+    if unknown:
+        raise SystemExit(f"No assignment {', '.join(unknown)}; the assignments are {', '.join(NOTEBOOKS)}.")
+    assignments = args.assignments or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
+    limits = Limits(args.cell_timeout, args.notebook_timeout or NOTEBOOK_TIME_LIMIT)
+    outcomes = grade(ROOT, assignments, jobs=args.jobs, quiet=True, limits=limits)
+    print(score_table(outcomes))
+    print(f"{len(outcomes)} submissions graded into {ROOT / 'gradebook.db'}; "
+          f"{sum(1 for o in outcomes if o.reason)} need a look; feedback in {ROOT / 'feedback'}.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("release", help="nbgrader generate_assignment for every notebook, then validate --invert"
                         ).set_defaults(run=_release)
     demo = commands.add_parser("demo", help="build a demo class, grade it with nbgrader, print the scores")
+    demo.add_argument("--jobs", type=int, default=None, help="notebooks graded at a time (default: one per core)")
     demo.set_defaults(run=_demo)
+    grading = commands.add_parser("grade", help="autograde every submission under submitted/ in parallel, resumably; "
+                                  "then feedback and export")
+    grading.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: every one handed in")
+    grading.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at a time "
+                         "(default: one per core)")
+    grading.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default: "
+                         "nbgrader_config.py's Execute.timeout)")
+    grading.add_argument("--notebook-timeout", type=float, default=None, help="seconds per whole notebook, after "
+                         "which its processes are killed and it gets 0 with a reason (default: 900)")
+    grading.set_defaults(run=_grade)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     args.run(args)

@@ -1,28 +1,38 @@
-"""Grade what is in `submitted/` with nbgrader, and make sure every submission ends with a grade.
+"""Grade what is in `submitted/` with nbgrader, in parallel, and make sure every submission ends with a grade.
 
 nbgrader stays the system of record: `autograde`, `generate_feedback` and `export` do the work and
-`gradebook.db` holds the result. Around them: a submission nbgrader cannot read (invalid JSON, say)
-still gets a zero grade row and a readable reason, and no submission stops the others.
+`gradebook.db` holds the result. Around them: one `nbgrader autograde` process per student and notebook,
+several at a time, each writing a private gradebook that this process alone merges into `gradebook.db`;
+a ledger that makes a killed run resumable; a submission nbgrader cannot read (invalid JSON, say) still
+gets a zero grade row and a readable reason, and no submission stops the others.
 """
 from __future__ import annotations
 
-import json
+import os
+import shutil
 import time
 import warnings
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
+from tqdm import tqdm
 
+from autograder import preflight
+from autograder.gradebook_merge import merge_submission, snapshot, worker_gradebook
+from autograder.ledger import Entry, Ledger, file_hash
 from autograder.nbgrader_run import NbgraderTimeout, nbgrader
 from autograder.paths import notebook_path
+from autograder.report import write_report
 
 
 # Wall-clock limit for grading one notebook of one student (each cell also has its own timeout in
 # nbgrader_config.py). Past it, the notebook's nbgrader process and kernel are killed.
 NOTEBOOK_TIME_LIMIT = 900
+GRADING_DIR = "grading"  # under the course root: the ledger, and the private gradebooks of running jobs
 
 
 @dataclass
@@ -45,86 +55,164 @@ def students_in(root: Path) -> list[str]:
     return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.exists() else []
 
 
-def unreadable_reason(path: Path) -> str:
-    """Why nbgrader cannot grade the notebook at `path`, or "" when it can."""
-    if not path.exists():
-        return f"no notebook named {path.name} was handed in"
-    try:
-        json.loads(path.read_text())
-        nbformat.validate(nbformat.read(path, as_version=4))
-    except json.JSONDecodeError as exc:
-        return f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}): graded 0; ask for a new upload"
-    except Exception as exc:  # noqa: BLE001: nbformat's validation errors vary by version
-        return f"{path.name} is not a valid notebook ({type(exc).__name__}: {str(exc)[:200]}): graded 0"
-    return ""
-
-
 def first_error(path: Path) -> str:
-    """The first error an autograded notebook shows, outside the graded test cells, as a readable reason."""
+    """The first error an autograded notebook shows outside the graded test cells, and whether output was cut,
+    as a readable reason ("" when neither)."""
     if not path.exists():
         return ""
     notebook = nbformat.read(path, as_version=4)
+    found = []
     for index, cell in enumerate(notebook.cells, start=1):
-        if cell.cell_type != "code" or cell.metadata.get("nbgrader", {}).get("grade"):
+        if cell.cell_type != "code":
             continue
         for output in cell.get("outputs", []):
-            if output.output_type == "error":
-                return f"cell {index} raised {output.ename}: {output.evalue[:200]}"
-    return ""
+            if output.output_type == "error" and not cell.metadata.get("nbgrader", {}).get("grade") and \
+                    not any(f.startswith("cell ") and " raised " in f for f in found):
+                found.append(f"cell {index} raised {output.ename}: {output.evalue[:200]}")
+            if "... Output truncated ..." in output.get("text", "") and not any("truncated" in f for f in found):
+                found.append(f"cell {index} printed more than the output limit; its output was truncated")
+    return "; ".join(found)
 
 
-def record_zero(root: Path, assignment: str, student: str, reason: str) -> None:
+def record_zero(gb: Gradebook, assignment: str, student: str, reason: str) -> None:
     """A zero grade row, with the reason as the autograder's comment, for a submission nbgrader could not grade."""
+    gb.update_or_create_student(student)
+    try:
+        gb.remove_submission(assignment, student)
+    except MissingEntry:
+        pass
+    with warnings.catch_warnings():  # nbgrader's add_submission trips SQLAlchemy's autoflush notice
+        warnings.simplefilter("ignore", SAWarning)
+        submission = gb.add_submission(assignment, student)
+    for notebook in submission.notebooks:
+        for grade in notebook.grades:
+            grade.auto_score = 0
+        for comment in notebook.comments:
+            comment.auto_comment = reason
+    gb.db.commit()
+
+
+@dataclass
+class Job:
+    """One `nbgrader autograde` of one student's notebook, in its own process and private gradebook."""
+    assignment: str
+    student: str
+    sha256: str
+    database: Path | None = None
+    reason: str = ""  # why it could not be graded; "" when it was
+    notes: list[str] = field(default_factory=list)  # what preflight found (and repaired)
+    seconds: float = 0.0
+
+    def summary(self, root: Path) -> str:
+        """Everything the instructor should read about this submission, "" when nothing."""
+        found = self.reason or first_error(notebook_path(root / "autograded" / self.student, self.assignment))
+        return "; ".join(self.notes + ([found] if found else []))
+
+
+@dataclass(frozen=True)
+class Limits:
+    cell_seconds: float | None = None  # None: nbgrader_config.py's Execute.timeout
+    notebook_seconds: float = NOTEBOOK_TIME_LIMIT
+
+
+def autograde_one(root: Path, job: Job, threads: int, quiet: bool, limits: Limits = Limits()) -> Job:
+    """Run nbgrader autograde for one (assignment, student) into `job.database`; record why it failed, if it did."""
+    started = time.perf_counter()
+    extra = [] if limits.cell_seconds is None else [f"--Execute.timeout={limits.cell_seconds:g}"]
+    try:
+        result = nbgrader("autograde", job.assignment, f"--student={job.student}", "--force",
+                          f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, root=root, check=False,
+                          quiet=quiet, timeout=limits.notebook_seconds, threads=threads)
+        if result.returncode != 0:
+            job.reason = "nbgrader could not grade it: " + _last_error_line(result.stderr)
+    except NbgraderTimeout:
+        job.reason = (f"grading stopped after {limits.notebook_seconds:g} s, the limit for a whole notebook (an "
+                      "endless loop, or training far too long?): graded 0")
+    job.seconds = time.perf_counter() - started
+    return job
+
+
+def _finished(root: Path, ledger: Ledger, jobs: list[Job]) -> set[tuple[str, str]]:
+    """The (assignment, student) pairs the ledger says are graded, for the notebook handed in now, and still so."""
+    entries = ledger.entries()
+    done = set()
     with gradebook(root) as gb:
-        gb.update_or_create_student(student)
-        try:
-            gb.remove_submission(assignment, student)
-        except MissingEntry:
-            pass
-        with warnings.catch_warnings():  # nbgrader's add_submission trips SQLAlchemy's autoflush notice
-            warnings.simplefilter("ignore", SAWarning)
-            submission = gb.add_submission(assignment, student)
-        for notebook in submission.notebooks:
-            for grade in notebook.grades:
-                grade.auto_score = 0
-            for comment in notebook.comments:
-                comment.auto_comment = reason
-        gb.db.commit()
+        for job in jobs:
+            entry = entries.get((job.assignment, job.student))
+            if entry is None or entry.sha256 != job.sha256:
+                continue
+            try:
+                gb.find_submission(job.assignment, job.student)
+            except MissingEntry:
+                continue
+            autograded = notebook_path(root / "autograded" / job.student, job.assignment)
+            if entry.reason or autograded.exists():
+                done.add((job.assignment, job.student))
+    return done
 
 
-def grade(root: Path, assignments: list[str], quiet: bool = True) -> list[Outcome]:
-    """Autograde every submission of `assignments` under `root`, then feedback and export."""
-    outcomes, seconds = [], {}
+def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True, show_progress: bool = True,
+          feedback: bool = True, limits: Limits = Limits()) -> list[Outcome]:
+    """Autograde every submission of `assignments` under `root` with `jobs` nbgrader processes at a time, then
+    generate feedback and export. Resumable: what the ledger records as graded is not graded again."""
+    ledger = Ledger(root / GRADING_DIR / "ledger.jsonl")
+    wanted = []
     for assignment in assignments:
-        reasons = {s: unreadable_reason(notebook_path(root / "submitted" / s, assignment))
-                      for s in students_in(root) if (root / "submitted" / s / assignment).exists()}
-        # One student per call: a submission nbgrader rejects cannot take the others down with it.
-        for student, reason in reasons.items():
-            if not reason:
-                started = time.perf_counter()
-                try:
-                    result = nbgrader("autograde", assignment, f"--student={student}", "--force", root=root,
-                                      check=False, quiet=quiet, timeout=NOTEBOOK_TIME_LIMIT)
-                except NbgraderTimeout:
-                    reasons[student] = (f"grading stopped after {NOTEBOOK_TIME_LIMIT} s, the limit for a whole "
-                                           "notebook (an endless loop, or training far too long?): graded 0")
-                    continue
-                finally:
-                    seconds[(student, assignment)] = time.perf_counter() - started
-                if result.returncode != 0:
-                    reasons[student] = "nbgrader could not grade it: " + _last_error_line(result.stderr)
-        for student, reason in reasons.items():
-            if reason:
-                record_zero(root, assignment, student, reason)
-        nbgrader("generate_feedback", assignment, "--force", root=root, quiet=quiet, check=False)
-        with gradebook(root) as gb:
-            for student, reason in reasons.items():
-                submission = gb.find_submission(assignment, student)
-                reason = reason or first_error(notebook_path(root / "autograded" / student, assignment))
-                outcomes.append(Outcome(student, assignment, submission.code_score, submission.max_code_score,
-                                        submission.max_written_score, reason, seconds.get((student, assignment), 0.0)))
-    nbgrader("export", f"--to={root / 'grades.csv'}", root=root, quiet=quiet)
-    return outcomes
+        for student in students_in(root):
+            folder = root / "submitted" / student / assignment
+            if folder.exists():
+                found = preflight.check(folder, f"{assignment}.ipynb", notebook_path(root / "release", assignment))
+                wanted.append(Job(assignment, student, file_hash(folder / f"{assignment}.ipynb"), reason=found.fatal,
+                                  notes=found.notes))
+    done = _finished(root, ledger, wanted)
+    todo = [job for job in wanted if (job.assignment, job.student) not in done]
+    workspace = root / GRADING_DIR / "jobs"
+    shutil.rmtree(workspace, ignore_errors=True)
+    template = snapshot(root / "gradebook.db", workspace / "template.db")
+    threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
+    bar = tqdm(total=len(todo), desc="autograding", unit="notebook", disable=not show_progress or not todo)
+    with gradebook(root) as gb:
+        for job in [j for j in todo if j.reason]:  # nbgrader cannot read these: a zero row, at once
+            record_zero(gb, job.assignment, job.student, job.summary(root))
+            ledger.append(Entry(job.assignment, job.student, job.sha256, job.summary(root), 0.0))
+            bar.update()
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            running = []
+            for job in [j for j in todo if not j.reason]:
+                job.database = worker_gradebook(template, workspace, job.assignment, job.student)
+                running.append(pool.submit(autograde_one, root, job, threads, quiet, limits))
+            for future in as_completed(running):  # only this thread writes gradebook.db
+                job = future.result()
+                if job.reason:
+                    record_zero(gb, job.assignment, job.student, job.summary(root))
+                else:
+                    merge_submission(job.database, gb, job.assignment, job.student)
+                ledger.append(Entry(job.assignment, job.student, job.sha256, job.summary(root), job.seconds))
+                job.database.unlink(missing_ok=True)
+                bar.update()
+    bar.close()
+    shutil.rmtree(workspace, ignore_errors=True)
+    graded = outcomes(root, wanted, ledger)
+    if feedback:
+        for assignment in assignments:
+            nbgrader("generate_feedback", assignment, "--force", root=root, quiet=quiet, check=False)
+        nbgrader("export", f"--to={root / 'grades.csv'}", root=root, quiet=quiet)
+        write_report(root, assignments, {(o.assignment, o.student): o.reason for o in graded})
+    return graded
+
+
+def outcomes(root: Path, jobs: list[Job], ledger: Ledger) -> list[Outcome]:
+    """What the gradebook holds for each job, with the reason and time the ledger recorded."""
+    entries = ledger.entries()
+    found = []
+    with gradebook(root) as gb:
+        for job in jobs:
+            submission = gb.find_submission(job.assignment, job.student)
+            entry = entries.get((job.assignment, job.student))
+            found.append(Outcome(job.student, job.assignment, submission.code_score, submission.max_code_score,
+                                 submission.max_written_score, entry.reason if entry else "",
+                                 entry.seconds if entry else 0.0))
+    return found
 
 
 def _last_error_line(stderr: str | None) -> str:

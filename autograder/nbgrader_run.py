@@ -18,23 +18,27 @@ class NbgraderTimeout(RuntimeError):
     """An nbgrader command ran past its wall-clock limit and was stopped with its whole process group."""
 
 
-def environment() -> dict[str, str]:
+def environment(threads: int | None = None) -> dict[str, str]:
+    """This environment for nbgrader's processes; with `threads`, the kernels' math libraries use that many."""
     env = dict(os.environ)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
     return env
 
 
 def nbgrader(*args: str, root: Path = ROOT, check: bool = True, quiet: bool = False,
-             timeout: float | None = None) -> subprocess.CompletedProcess:
+             timeout: float | None = None, threads: int | None = None) -> subprocess.CompletedProcess:
     """`nbgrader <args> --CourseDirectory.root=<root>`, run from `root` so it reads its nbgrader_config.py.
 
     With `timeout`, the command and every process it started (kernels included) are killed once it
-    runs longer, and `NbgraderTimeout` is raised.
+    runs longer, and `NbgraderTimeout` is raised. `threads` caps the math threads of its kernels (parallel jobs
+    should not each take every core).
     """
     command = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
     pipe = subprocess.PIPE if quiet else None
-    with subprocess.Popen(command, cwd=root, env=environment(), text=True, stdout=pipe, stderr=pipe,
+    with subprocess.Popen(command, cwd=root, env=environment(threads), text=True, stdout=pipe, stderr=pipe,
                           start_new_session=True) as process:
         try:
             stdout, stderr = process.communicate(timeout=timeout)

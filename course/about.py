@@ -13,6 +13,7 @@ NOTEBOOKS = {
     "04_attention_block": "attention_block",
     "05_transformer": "transformer",
     "06_reversal": "reversal",
+    "07_shakespeare": "shakespeare",
 }
 
 

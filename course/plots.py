@@ -459,3 +459,54 @@ def show_reversal_training(runs: dict, half_len: int, vocab_size: int, smooth: i
     right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     fig.tight_layout()
     plt.show()
+
+
+def show_token_frequencies(counts: torch.Tensor, vocab, labelled=(1, 5, 50, 500, 5000)) -> None:
+    """Rank against frequency on logarithmic axes (Zipf's law), with the tokens at a few ranks labelled.
+
+    counts: (len(vocab),) how often each id occurs, id 0 being <unk>; vocab decodes ids to tokens.
+    """
+    frequencies, order = counts[1:].double().sort(descending=True)
+    order = order + 1
+    seen = frequencies > 0
+    ranks = torch.arange(1, int(seen.sum()) + 1)
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ax.loglog(ranks, frequencies[seen], color="tab:blue", linewidth=1.5)
+    for rank in [r for r in labelled if r <= len(ranks)]:
+        count = frequencies[rank - 1].item()
+        ax.plot(rank, count, "o", color="tab:orange", markersize=4)
+        ax.annotate(f"{vocab.decode([int(order[rank - 1])])[0]!r} (rank {rank})", (rank, count), fontsize=8,
+                    xytext=(6, 4), textcoords="offset points")
+    rare = int((frequencies[seen] <= 2).sum())
+    ax.set(xlabel="rank of the token (1 = most frequent)", ylabel="occurrences",
+           title=f"{int(seen.sum()):,} tokens by frequency; {rare:,} of them occur once or twice")
+    fig.tight_layout()
+    plt.show()
+
+
+def show_language_model_training(history: dict, baselines: dict, final: float, smooth: int = 50) -> None:
+    """Training loss (mean of `smooth` steps) and validation loss against the step, with the baselines' losses
+    and the final validation loss as horizontal lines. history as returned by course.training.train_language_model;
+    baselines: {name: nats per token}."""
+    import math
+
+    steps = torch.tensor(history["step"], dtype=torch.float64)
+    losses = torch.tensor(history["train"], dtype=torch.float64)
+    window = max(1, min(smooth, len(losses)))
+    smoothed = losses.unfold(0, window, 1).mean(1)
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    ax.plot(steps[window - 1:], smoothed, color="tab:blue", label=f"training loss (mean of {window} steps)")
+    ax.plot(history["eval_step"], history["val"], "o-", color="tab:orange", markersize=3,
+            label=f"validation loss ({history['eval_windows']} windows)")
+    styles = {"unigram": ("grey", "--"), "bigram": ("black", ":")}
+    for name, loss in baselines.items():
+        color, line = styles.get(name, ("tab:purple", "-."))
+        ax.axhline(loss, color=color, linestyle=line, label=f"{name} baseline {loss:.2f} (perplexity {math.exp(loss):,.0f})")
+    ax.axhline(final, color="tab:red", linewidth=1, label=f"your model, all validation windows: {final:.2f} "
+                                                            f"(perplexity {math.exp(final):,.0f})")
+    top = max(max(baselines.values()) + 1.0, final + 0.5)
+    ax.set(xlabel="step", ylabel="nats per token", ylim=(min(smoothed.min().item(), final) - 0.3, top),
+           title="learning Shakespeare")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    plt.show()

@@ -141,3 +141,28 @@ def sampling_explorer(generate, samples: int = 400):
         temperature=widgets.FloatSlider(value=1.0, min=0.0, max=3.0, step=0.1, description="temperature"),
         top_k=widgets.IntSlider(value=0, min=0, max=V, description="top_k (0: off)"),
     )
+
+
+def shakespeare_sampler(sample, model, vocab, device, prompt: str = "ROMEO.\nO", n_tokens: int = 80):
+    """A prompt box, sliders for temperature, top-k and length, and a button that writes with the student's
+    `sample` and the trained model."""
+    if under_grading():
+        print("(The sampler is interactive: it is skipped while nbgrader runs the notebook.)")
+        return
+
+    def write(prompt: str, temperature: float, top_k: int, n_tokens: int, seed: int):
+        if not prompt.strip():
+            print("Type a prompt of at least one word first.")
+            return
+        generator = torch.Generator(device).manual_seed(seed)
+        print(sample(model, vocab, prompt, n_tokens, temperature=temperature, top_k=None if top_k == 0 else top_k,
+                     generator=generator))
+
+    widgets.interact_manual(
+        write,
+        prompt=widgets.Textarea(value=prompt, description="prompt"),
+        temperature=widgets.FloatSlider(value=0.8, min=0.0, max=2.0, step=0.05, description="temperature"),
+        top_k=widgets.IntSlider(value=0, min=0, max=200, description="top_k (0: off)"),
+        n_tokens=widgets.IntSlider(value=n_tokens, min=1, max=400, description="tokens"),
+        seed=widgets.IntText(value=0, description="seed"),
+    )

@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 from pathlib import Path
 
 from autograder.demo.submissions import STUDENTS, write_submission
-from autograder.grading import Outcome, grade
+from autograder.grading import GRADING_DIR, Outcome, grade
 from autograder.paths import ROOT, notebook_path
 from autograder.release import release
 from course.about import NOTEBOOKS
 
 
 def hand_in(root: Path) -> None:
-    """Fresh `submitted/<student>/<assignment>/` folders for every demo student and notebook."""
+    """Fresh `submitted/<student>/<assignment>/` folders for every demo student and notebook (and a fresh ledger, so
+    that every one is graded again)."""
+    shutil.rmtree(root / GRADING_DIR, ignore_errors=True)
     for student in STUDENTS:
         for folder in ("submitted", "autograded", "feedback"):
             shutil.rmtree(root / folder / student, ignore_errors=True)
@@ -52,13 +55,14 @@ def write_csv(outcomes: list[Outcome], path: Path) -> None:
             writer.writerow([o.student, o.assignment, o.score, o.max_score, o.reason, f"{o.seconds:.1f}"])
 
 
-def run_demo(root: Path = ROOT, quiet: bool = True) -> list[Outcome]:
+def run_demo(root: Path = ROOT, quiet: bool = True, jobs: int | None = None) -> list[Outcome]:
     print("Building the release with nbgrader generate_assignment ...")
     release(root, quiet=quiet)
     print(f"Handing in {len(STUDENTS)} demo submissions: " + ", ".join(f"{s} ({what})" for s, what in STUDENTS.items()))
     hand_in(root)
-    print("Grading with nbgrader autograde, generate_feedback and export ...")
-    outcomes = grade(root, list(NOTEBOOKS), quiet=quiet)
+    jobs = jobs or os.cpu_count() or 1
+    print(f"Grading with `python -m autograder grade --jobs {jobs}` (nbgrader autograde, generate_feedback, export) ...")
+    outcomes = grade(root, list(NOTEBOOKS), jobs=jobs, quiet=quiet)
     outcomes.sort(key=lambda o: (list(STUDENTS).index(o.student), list(NOTEBOOKS).index(o.assignment)))
     write_csv(outcomes, root / "reports" / "demo_scores.csv")
     written = sum(o.written for o in outcomes if o.student == outcomes[0].student)
@@ -70,5 +74,6 @@ def run_demo(root: Path = ROOT, quiet: bool = True) -> list[Outcome]:
     print(f"Gradebook:   {root / 'gradebook.db'}")
     print(f"Grades CSV:  {root / 'grades.csv'}  (nbgrader export)")
     print(f"Score table: {root / 'reports' / 'demo_scores.csv'}")
+    print(f"Class report: {root / 'reports' / 'class_report.md'} (pass rates, named mistakes, histogram)")
     print(f"Feedback:    {root / 'feedback'}/<student>/<assignment>/<notebook>.html")
     return outcomes

@@ -23,6 +23,7 @@ MISTAKE_EDITS = {
     "token_and_position_embedding": [("self.embed(tokens) * math.sqrt(self.d_model)", "self.embed(tokens)")],
     "attention": [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")],
     "causal_mask": [("key_position <= query_position", "key_position < query_position")],
+    "evaluate": [('windows[:, 1:].flatten(), reduction="sum"', 'windows[:, :-1].flatten(), reduction="sum"')],
 }
 # Solution cells the partial student leaves unanswered (their stubs stay).
 LEFT_UNANSWERED = {"masked_attention", "q1_rnn_vs_transformer"}

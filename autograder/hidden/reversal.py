@@ -6,7 +6,7 @@ import math
 import torch
 
 from autograder.fixtures.transformer import random_state
-from autograder.hidden.compare import HiddenTestFailed, assert_matches, generator
+from autograder.hidden.compare import HiddenTestFailed, assert_matches, generator, reference_globals
 from autograder.reference import reversal as ref
 from course.checks.reversal import ReversalOracle, oracle_loss
 from course.device import available_devices
@@ -52,28 +52,11 @@ def test_reversal_batch(reversal_batch, trials: int = 4, seed: int = 601) -> Non
         raise HiddenTestFailed("reversal_batch: different seeds gave the same batch")
 
 
-def _with_reference_batches(train_reversal):
-    """Let the student's loop draw the reference batches, so that a mistake in reversal_batch costs points once."""
-    namespace = getattr(train_reversal, "__globals__", {})
-    saved = namespace.get("reversal_batch", None)
-    present = "reversal_batch" in namespace
-
-    class Restore:
-        def __enter__(self):
-            if present:
-                namespace["reversal_batch"] = ref.reversal_batch
-
-        def __exit__(self, *exc):
-            if present:
-                namespace["reversal_batch"] = saved
-    return Restore()
-
-
 TRAIN = dict(vocab_size=6, half_len=4, d_model=32, n_heads=4, d_ff=64, n_layers=2, steps=600, batch_size=64, lr=1e-2)
 
 
 def test_train_reversal(train_reversal, seed: int = 602) -> None:
-    with _with_reference_batches(train_reversal):
+    with reference_globals(train_reversal, reversal_batch=ref.reversal_batch):  # a batch mistake costs once
         # The exact part: a stand-in model whose loss does not depend on the random tokens.
         for V, n, c in [(50, 3, 1.5), (9, 5, 0.5)]:
             torch.manual_seed(seed)

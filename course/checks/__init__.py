@@ -35,6 +35,20 @@ from course.checks.reversal import (
     written_reversal_batch,
     written_train_reversal,
 )
+from course.checks.shakespeare import (
+    check_chunk,
+    check_evaluate,
+    check_sample,
+    check_tokenize,
+    check_train_val_split,
+    check_vocab,
+    written_chunk,
+    written_evaluate,
+    written_sample,
+    written_tokenize,
+    written_train_val_split,
+    written_vocab,
+)
 from course.checks.transformer import (
     check_decoder_block,
     check_decoder_only_transformer,
@@ -59,4 +73,7 @@ __all__ = [
     "written_generate",
     "check_reversal_batch", "check_train_reversal", "check_per_position_accuracy",
     "written_reversal_batch", "written_train_reversal", "written_per_position_accuracy",
+    "check_tokenize", "check_vocab", "check_chunk", "check_train_val_split", "check_evaluate", "check_sample",
+    "written_tokenize", "written_vocab", "written_chunk", "written_train_val_split", "written_evaluate",
+    "written_sample",
 ]

@@ -1,0 +1,104 @@
+"""The class report, from the gradebook and the autograded notebooks: how each exercise went, the spread of
+scores, the mistakes the feedback named most often, and the submissions that need a look.
+
+Writes, under `reports/`: `class_report.md` (the summary), `exercise_pass_rates.csv`, `scores.csv`,
+`named_mistakes.csv` and `score_histogram.png`.
+"""
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+from nbgrader.api import Gradebook  # noqa: E402
+
+from autograder.mistakes import REGISTRY, for_exercise  # noqa: E402
+
+NAMED = "This is a known mistake: "
+
+
+def _mistake_ids() -> dict[str, str]:
+    """Known-mistake message -> "exercise: id", for every registered mistake."""
+    for_exercise("")  # imports every notebook's mistakes into the registry
+    return {m.message: f"{exercise}: {m.id}" for exercise, mistakes in REGISTRY.items() for m in mistakes}
+
+
+def named_mistakes(autograded: Path) -> Counter:
+    """How often each known mistake was named in the outputs of the autograded notebooks under `autograded`."""
+    ids, found = _mistake_ids(), Counter()
+    for path in autograded.glob("*/*/*.ipynb"):
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            for output in cell.get("outputs", []):
+                text = "\n".join([output.get("text", ""), output.get("evalue", ""), *output.get("traceback", [])])
+                messages = {line.split(NAMED, 1)[1].strip().removesuffix("\x1b[0m")
+                            for line in text.splitlines() if NAMED in line}  # once per output
+                for message in messages:
+                    found[ids.get(message, message[:80])] += 1
+    return found
+
+
+def write_report(root: Path, assignments: list[str], reasons: dict[tuple[str, str], str]) -> Path:
+    """Write the class report under root/reports; return the path of its summary."""
+    out = root / "reports"
+    out.mkdir(parents=True, exist_ok=True)
+    passed, attempted, totals = Counter(), Counter(), {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        students = [s.id for s in gb.students]
+        for student in students:
+            for assignment in assignments:
+                try:
+                    submission = gb.find_submission(assignment, student)
+                except Exception:  # noqa: BLE001: not handed in
+                    continue
+                for notebook in submission.notebooks:
+                    for grade in notebook.grades:
+                        if grade.cell_type != "code" or not grade.max_score:
+                            continue
+                        key = (assignment, grade.name)
+                        attempted[key] += 1
+                        passed[key] += (grade.auto_score or 0) >= grade.max_score
+                score = totals.setdefault(student, [0.0, 0.0])
+                score[0] += submission.code_score
+                score[1] += submission.max_code_score
+    with (out / "exercise_pass_rates.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["assignment", "graded cell", "passed", "graded", "pass rate"])
+        for (assignment, cell), n in sorted(attempted.items()):
+            writer.writerow([assignment, cell, passed[(assignment, cell)], n, f"{passed[(assignment, cell)] / n:.2f}"])
+    with (out / "scores.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "autograded score", "of"])
+        for student, (score, top) in sorted(totals.items()):
+            writer.writerow([student, f"{score:g}", f"{top:g}"])
+    mistakes = named_mistakes(root / "autograded")
+    with (out / "named_mistakes.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["mistake", "times named"])
+        writer.writerows(mistakes.most_common())
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fractions = [100 * s / t for s, t in totals.values() if t]
+    ax.hist(fractions, bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.01], color="tab:blue", edgecolor="white")
+    ax.set(xlabel="autograded score (% of the points)", ylabel="students", title=f"{len(fractions)} students")
+    fig.tight_layout()
+    fig.savefig(out / "score_histogram.png", dpi=100)
+    plt.close(fig)
+
+    lines = ["# Class report", "", f"{len(totals)} students, {len(assignments)} notebooks.", "",
+             "## Exercises with the lowest pass rates", "", "| notebook | graded cell | pass rate |", "| --- | --- | --- |"]
+    rates = sorted(attempted, key=lambda k: passed[k] / attempted[k])
+    lines += [f"| {a} | {c} | {passed[(a, c)]}/{attempted[(a, c)]} |" for a, c in rates[:15]]
+    lines += ["", "## Mistakes the feedback named most often", "", "| mistake | times |", "| --- | --- |"]
+    lines += [f"| {m} | {n} |" for m, n in mistakes.most_common(15)] or ["| (none) | |"]
+    lines += ["", "## Submissions that need a look", ""]
+    lines += [f"- {s} / {a}: {r}" for (a, s), r in sorted(reasons.items()) if r] or ["(none)"]
+    lines += ["", "![score histogram](score_histogram.png)", ""]
+    summary = out / "class_report.md"
+    summary.write_text("\n".join(lines))
+    return summary
+

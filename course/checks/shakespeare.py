@@ -1,0 +1,436 @@
+"""Visible checks for notebook 07: `tokenize`, `Vocab`, `chunk`, `train_val_split`, `evaluate`, `sample`."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from course.checks.compare import expect_tensor, known_mistake
+from course.checks.report import assert_written, fail, run_steps
+from course.checks.transformer import toy_model
+from course.device import available_devices
+from course.fixtures import load
+
+
+def _fixture(exercise: str) -> dict:
+    return load("shakespeare")[exercise]
+
+
+def _named(output, mistakes: dict) -> str:
+    """"\n  This is a known mistake: ..." for the stored mistake whose output equals `output`, else ""."""
+    for mistake in mistakes.values():
+        if mistake["output"] == output:
+            return f"\n  This is a known mistake: {mistake['message']}"
+    return ""
+
+
+# ---------------------------------------------------------------- tokenize
+
+def check_tokenize(tokenize) -> None:
+    """A list of non-empty strings; the stored tokens of stored texts (naming known mistakes); the tokens join back
+    into the text."""
+    cases = _fixture("tokenize")["cases"]
+
+    def strings():
+        out = tokenize(cases[0]["text"])
+        if not isinstance(out, list):
+            fail(f"tokenize should return a list of strings, but it returned a {type(out).__name__}.")
+        if not all(isinstance(t, str) for t in out):
+            fail("Every token should be a string.")
+        if "" in out:
+            fail(f"The tokens contain empty strings.{_named(out, cases[0]['mistakes'])}")
+        empty = tokenize("")
+        if empty != []:
+            fail(f"tokenize(\"\") should be [] (an empty text has no tokens), but it is {empty!r}.")
+
+    def stored():
+        for case in cases:
+            out = tokenize(case["text"])
+            if out == case["expected"]:
+                continue
+            fail(f"tokenize({case['text']!r}) gave\n    {out!r}\n  expected\n    {case['expected']!r}"
+                 f"{_named(out, case['mistakes'])}")
+
+    def joins_back():
+        for case in cases:
+            out = tokenize(case["text"])
+            if "".join(out) != case["text"]:
+                fail(f"\"\".join(tokenize(text)) should give back the text, but for {case['text']!r} it gives "
+                     f"{''.join(out)!r}.{_named(out, case['mistakes'])}")
+
+    run_steps("tokenize", [
+        ("returns a list of non-empty strings", strings),
+        ("splits stored texts into the expected tokens", stored),
+        ("\"\".join(tokens) gives back the text", joins_back),
+    ])
+
+
+# ---------------------------------------------------------------- Vocab
+
+def vocab_outputs(Vocab, tokens: list[str], probe: list[str]) -> dict:
+    """What a vocabulary of `tokens` says, with min_freq 1 and 2: its size, the ids of `probe` and every token by id."""
+    outputs = {}
+    for min_freq in (1, 2):
+        vocab = Vocab.build(tokens, min_freq=min_freq)
+        outputs[f"len (min_freq={min_freq})"] = len(vocab)
+        outputs[f"encode(probe) (min_freq={min_freq})"] = list(vocab.encode(probe))
+        outputs[f"decode(all ids) (min_freq={min_freq})"] = list(vocab.decode(list(range(len(vocab)))))
+    return outputs
+
+
+def check_vocab(Vocab) -> None:
+    """Types; <unk> is id 0 and unknown tokens encode to it; ids by frequency; min_freq; decode undoes encode and takes
+    tensors; the stored ids of stored tokens (naming known mistakes)."""
+    fixture = _fixture("Vocab")
+    tokens, probe, expected = fixture["tokens"], fixture["probe"], fixture["expected"]
+
+    def types():
+        vocab = Vocab.build(tokens)
+        if not isinstance(vocab, Vocab):
+            fail(f"Vocab.build should return a Vocab, but it returned a {type(vocab).__name__}. It is a "
+                 "@classmethod: make the vocabulary with cls(...) and return it.")
+        ids = vocab.encode(tokens[:5])
+        if not (isinstance(ids, list) and all(type(i) is int for i in ids)):
+            fail(f"encode should return a list of Python ints, but it returned {ids!r}.")
+        back = vocab.decode(ids)
+        if not (isinstance(back, list) and all(isinstance(t, str) for t in back)):
+            fail(f"decode should return a list of strings (the tokens), but it returned {back!r}.")
+
+    def unknown():
+        vocab = Vocab.build(tokens)
+        if vocab.decode([0]) != ["<unk>"]:
+            fail(f"Id 0 should be \"<unk>\", but decode([0]) gives {vocab.decode([0])!r}.{_named_vocab()}")
+        if vocab.encode(["dragon", "wyvern"]) != [0, 0]:
+            fail(f"Tokens that are not in the vocabulary should encode to 0 (\"<unk>\"), but encode(['dragon', "
+                 f"'wyvern']) gives {vocab.encode(['dragon', 'wyvern'])!r}.{_named_vocab()}")
+
+    def _named_vocab() -> str:
+        return _named(vocab_outputs(Vocab, tokens, probe), fixture["mistakes"])
+
+    def ordered():
+        got = vocab_outputs(Vocab, tokens, probe)
+        for key, want in expected.items():
+            if got[key] != want:
+                fail(f"For the tokens\n    {' '.join(tokens)!r}\n  {key} gives\n    {got[key]!r}\n  expected\n    {want!r}"
+                     f"\n  Id 0 is \"<unk>\"; ids 1, 2, ... go from the most to the least frequent token, ties in order "
+                     f"of first appearance; min_freq keeps tokens seen at least min_freq times.{_named_vocab()}")
+
+    def round_trip():
+        vocab = Vocab.build(tokens)
+        if vocab.decode(vocab.encode(tokens)) != tokens:
+            fail("decode(encode(tokens)) should give back the tokens the vocabulary was built from.")
+        ids = vocab.encode(probe)
+        if vocab.decode(torch.tensor(ids)) != vocab.decode(ids):
+            fail("decode should take a tensor of ids as well as a list (int(i) turns a tensor element into an int).")
+        again = Vocab.build(list(tokens))
+        if again.encode(tokens) != vocab.encode(tokens):
+            fail("Two vocabularies built from the same tokens gave different ids: the ids must not depend on chance "
+                 "(a set has no fixed order).")
+
+    run_steps("Vocab", [
+        ("build, len, encode and decode return a Vocab, an int, a list of ints and a list of strings", types),
+        ("id 0 is <unk>, and unknown tokens encode to it", unknown),
+        ("ids go from the most to the least frequent token; min_freq leaves out rare tokens", ordered),
+        ("decode(encode(tokens)) gives the tokens back, from a list or a tensor of ids", round_trip),
+    ])
+
+
+# ---------------------------------------------------------------- chunk
+
+def check_chunk(chunk) -> None:
+    """Shape (len(ids) // seq_len, seq_len), dtype and device; the stored windows (naming known mistakes); windows do
+    not overlap; on every device."""
+    fixture = _fixture("chunk")
+
+    def stored():
+        for case in fixture["cases"]:
+            ids, seq_len, expected = case["ids"], case["seq_len"], case["expected"]
+            out = chunk(ids.clone(), seq_len)
+            what = f"chunk(ids of length {len(ids)}, seq_len={seq_len})"
+            if isinstance(out, torch.Tensor) and torch.equal(out.cpu(), expected):
+                continue
+            named = known_mistake(out.detach().cpu().double(), case["mistakes"], torch.float64) \
+                if isinstance(out, torch.Tensor) else None
+            hint = f"\n  This is a known mistake: {named}" if named else ""
+            if isinstance(out, torch.Tensor) and tuple(out.shape) != tuple(expected.shape):
+                fail(f"{what} has shape {tuple(out.shape)}; expected {tuple(expected.shape)}: N = len(ids) // seq_len "
+                     f"= {len(ids) // seq_len} windows of {seq_len} ids.{hint}")
+            expect_tensor(what, out, shape=expected.shape)
+            row = int(torch.nonzero((out.cpu() != expected).any(1))[0])
+            fail(f"{what}: window {row} is {out[row].tolist()}, expected {expected[row].tolist()}.{hint}")
+
+    def dtype_and_device(device):
+        def step():
+            ids = torch.arange(50, device=device)
+            out = chunk(ids, 7)
+            expect_tensor("chunk(ids, 7)", out, shape=(7, 7), device=device)
+            if out.dtype != ids.dtype:
+                fail(f"The windows should keep the dtype of the ids ({ids.dtype}), but they have {out.dtype}.")
+        return step
+
+    def no_overlap():
+        ids = torch.arange(1000)
+        out = chunk(ids, 10)
+        if len(torch.unique(out)) != out.numel():
+            fail(f"Some ids are in more than one window.\n  This is a known mistake: "
+                 f"{fixture['messages']['overlapping_windows']}")
+
+    steps = [("cuts stored ids into the expected windows", stored),
+             ("no id is in two windows", no_overlap)]
+    steps += [(f"keeps the dtype and the device ({d.type})", dtype_and_device(d)) for d in available_devices()]
+    run_steps("chunk", steps)
+
+
+# ---------------------------------------------------------------- train_val_split
+
+def _rows(t: torch.Tensor) -> list[tuple]:
+    return [tuple(r) for r in t.tolist()]
+
+
+def check_train_val_split(train_val_split) -> None:
+    """Two tensors of windows; no window in both and none lost; validation is the last round(val_fraction * N) windows
+    in order, training the ones before (naming known mistakes)."""
+    fixture = _fixture("train_val_split")
+    messages = fixture["messages"]
+
+    def split(case):
+        chunks = torch.arange(case["n"] * 3).reshape(case["n"], 3)
+        out = train_val_split(chunks, case["fraction"])
+        if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
+            fail(f"train_val_split should return a tuple (train, val) of two tensors, but it returned {type(out).__name__}.")
+        return chunks, out
+
+    def shapes():
+        for case in fixture["cases"]:
+            _, (train, val) = split(case)
+            for name, part in (("train", train), ("val", val)):
+                if part.dim() != 2 or part.shape[1] != 3:
+                    fail(f"{name} should hold whole windows, shape (number of windows, seq_len) = (..., 3), but it has "
+                         f"shape {tuple(part.shape)}.")
+
+    def disjoint():
+        for case in fixture["cases"]:
+            chunks, (train, val) = split(case)
+            what = f"With N={case['n']} windows and val_fraction={case['fraction']}"
+            shared = set(_rows(train)) & set(_rows(val))
+            if shared:
+                fail(f"{what}, {len(shared)} windows are in both train and val.\n  This is a known mistake: "
+                     f"{messages['validation_also_trained_on']}")
+            if sorted(_rows(train) + _rows(val)) != _rows(chunks):
+                fail(f"{what}, train and val together should be every window once; "
+                     f"{len(train) + len(val)} windows came back.")
+
+    def contiguous():
+        for case in fixture["cases"]:
+            chunks, (train, val) = split(case)
+            n, fraction = case["n"], case["fraction"]
+            what = f"With N={n} windows and val_fraction={fraction}"
+            sizes = {math.floor(fraction * n), math.ceil(fraction * n)}
+            if len(val) not in sizes:
+                hint = f"\n  This is a known mistake: {messages['fractions_swapped']}" if len(train) in sizes else ""
+                fail(f"{what}, val should have round({fraction} * {n}) = {round(fraction * n)} windows, but it has "
+                     f"{len(val)}.{hint}")
+            if torch.equal(train, chunks[: len(train)]) and torch.equal(val, chunks[len(train):]):
+                continue
+            kept_order = _rows(train) == sorted(_rows(train)) and _rows(val) == sorted(_rows(val))
+            block = _rows(val) == _rows(chunks[n - len(val):])
+            if not kept_order:
+                fail(f"{what}, the windows are not in their original order.\n  This is a known mistake: "
+                     f"{messages['shuffled_split']}")
+            if not block:
+                fail(f"{what}, val is not one block at the end of the windows.\n  This is a known mistake: "
+                     f"{messages['interleaved_split']}")
+            fail(f"{what}, train should be the first {n - len(val)} windows and val the last {len(val)}.")
+
+    run_steps("train_val_split", [
+        ("returns (train, val), two tensors of windows", shapes),
+        ("no window is in both, and none is lost", disjoint),
+        ("val is the last round(val_fraction * N) windows, train the ones before, in order", contiguous),
+    ])
+
+
+# ---------------------------------------------------------------- evaluate
+
+def check_evaluate(evaluate) -> None:
+    """A Python float; the stored loss of a hand-made model on stored windows for several batch sizes, on every device
+    (naming known mistakes); eval mode without gradients, the mode restored."""
+    fixture = _fixture("evaluate")
+    messages = fixture["messages"]
+
+    def value():
+        out = evaluate(toy_model(fixture["toy"]), fixture["chunks"], 4)
+        if not isinstance(out, float):
+            fail(f"evaluate should return a Python float (use .item()), but it returned a {type(out).__name__}.")
+
+    def stored_on(device, dtype):
+        def step():
+            for case in fixture["cases"]:
+                model = toy_model(fixture["toy"], device, dtype)
+                out = float(evaluate(model, fixture["chunks"].to(device), case["batch_size"]))
+                expected = case["expected"]
+                if math.isclose(out, expected, rel_tol=1e-4 if dtype == torch.float32 else 1e-7):
+                    continue
+                message = (f"On {len(fixture['chunks'])} windows of {fixture['chunks'].shape[1]} tokens with batch_size="
+                           f"{case['batch_size']}, the loss should be {expected:.5f} nats per token, but it is {out:.5f}.")
+                for m in case["mistakes"].values():
+                    if math.isclose(out, m["output"], rel_tol=1e-4):
+                        message += f"\n  This is a known mistake: {m['message']}"
+                        break
+                fail(message)
+        return step
+
+    def modes():
+        model = toy_model(fixture["toy"], dropout=0.5)
+        for training in (True, False):
+            model.train(training)
+            model.calls.clear()
+            evaluate(model, fixture["chunks"], 5)
+            if not model.calls:
+                fail("evaluate never called the model.")
+            if any(t for t, _ in model.calls):
+                fail(f"The model ran in training mode (dropout on).\n  This is a known mistake: "
+                     f"{messages['training_mode']}")
+            if any(g for _, g in model.calls):
+                fail("The model ran with gradients on: wrap the loop in `with torch.no_grad():`.")
+            if model.training != training:
+                fail(f"evaluate left the model in {'training' if model.training else 'eval'} mode.\n  This is a known "
+                     f"mistake: {messages['leaves_eval_mode']}")
+
+    steps = [("returns a Python float", value)]
+    steps += [(f"gives the stored loss for batch sizes 4, 13 and 5 ({d.type}, {str(t).removeprefix('torch.')})",
+               stored_on(d, t)) for d in available_devices() for t in (torch.float64, torch.float32)]
+    steps += [("runs the model in eval mode without gradients and restores its mode", modes)]
+    run_steps("evaluate", steps)
+
+
+# ---------------------------------------------------------------- sample
+
+class WordList:
+    """A fixed vocabulary for trying `sample`: id i is words[i] (id 0 is "<unk>"), with encode, decode and len."""
+
+    def __init__(self, words: list[str]):
+        self.words = list(words)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def encode(self, tokens: list[str]) -> list[int]:
+        return [self.words.index(t) if t in self.words else 0 for t in tokens]
+
+    def decode(self, ids) -> list[str]:
+        return [self.words[i] for i in torch.as_tensor(ids).reshape(-1).tolist()]
+
+
+SAMPLES = 5000  # calls of `sample` per distribution
+SAMPLING_TOLERANCE = 0.03  # largest allowed gap between a sampled frequency and its probability (about 4 standard errors)
+
+
+def next_word_frequencies(sample, model, vocab, prompt: str, temperature: float, top_k, generator,
+                          samples: int = SAMPLES) -> torch.Tensor:
+    """How often each token of `vocab` came right after `prompt` in `samples` calls of sample(..., n_tokens=1):
+    (len(vocab),). `vocab` is any vocabulary with len and decode."""
+    tokens = list(vocab.decode(list(range(len(vocab)))))
+    counts = torch.zeros(len(tokens), dtype=torch.float64)
+    for _ in range(samples):
+        out = sample(model, vocab, prompt, 1, temperature=temperature, top_k=top_k, generator=generator)
+        if not (isinstance(out, str) and out.startswith(prompt) and out[len(prompt):] in tokens):
+            raise ValueError(f"sample(model, vocab, {prompt!r}, 1) gave {out!r}: the prompt followed by one token was "
+                             "expected.")
+        counts[tokens.index(out[len(prompt):])] += 1
+    return counts / samples
+
+
+def check_sample(sample) -> None:
+    """A string that starts with the prompt; greedy text of a hand-made model on every device (naming known
+    mistakes); the frequency of the next word under temperature and top-k; seeds reproduce."""
+    fixture = _fixture("sample")
+    words = WordList(fixture["words"])
+
+    def greedy_on(device):
+        def step():
+            model = toy_model(fixture["toy"], device)
+            for case in fixture["greedy"]:
+                out = sample(model, words, case["prompt"], case["n_tokens"], temperature=0)
+                if not isinstance(out, str):
+                    fail(f"sample should return a string, but it returned a {type(out).__name__}.")
+                if out == case["expected"]:
+                    continue
+                named = _named(out, case["mistakes"])
+                again = [sample(model, words, case["prompt"], case["n_tokens"], temperature=0) for _ in range(3)]
+                if not named and any(a != out for a in again):
+                    named = f"\n  This is a known mistake: {fixture['messages']['ignores_temperature']}"
+                fail(f"Greedy sampling (temperature=0) of {case['n_tokens']} tokens after {case['prompt']!r} gave\n"
+                     f"    {out!r}\n  expected\n    {case['expected']!r}{named}\n"
+                     "  (Do tokenize and Vocab pass their checks? sample uses tokenize.)")
+        return step
+
+    def distribution(case):
+        def step():
+            model = toy_model(fixture["toy"])
+            try:
+                freq = next_word_frequencies(sample, model, words, case["prompt"], case["temperature"], case["top_k"],
+                                             torch.Generator().manual_seed(11), fixture["samples"])
+            except ValueError as error:
+                fail(str(error))
+            gap = (freq - case["probabilities"]).abs()
+            if gap.max() <= SAMPLING_TOLERANCE:
+                return
+            i = int(gap.argmax())
+            message = (f"In {fixture['samples']} samples of one word after {case['prompt']!r} at temperature "
+                       f"{case['temperature']}, top_k={case['top_k']}, the word {words.words[i]!r} came "
+                       f"{freq[i].item():.3f} of the time, but its probability is {case['probabilities'][i].item():.3f}.")
+            for m in case["mistakes"].values():
+                if (freq - m["output"]).abs().max() <= SAMPLING_TOLERANCE:
+                    message += f"\n  This is a known mistake: {m['message']}"
+                    break
+            fail(message)
+        return step
+
+    def reproducible():
+        model = toy_model(fixture["toy"])
+        runs = [sample(model, words, "the queen", 12, temperature=1.5, generator=torch.Generator().manual_seed(s))
+                for s in (3, 3, 4)]
+        if runs[0] != runs[1]:
+            fail(f"Two calls with generators seeded alike gave different text.\n  This is a known mistake: "
+                 f"{fixture['messages']['ignores_generator']}")
+        if runs[0] == runs[2]:
+            fail("Different seeds gave the same text at temperature 1.5: is the text sampled at all?")
+
+    steps = [(f"greedy text is the stored text ({d.type})", greedy_on(d)) for d in available_devices()]
+    steps += [(f"the next word follows softmax(logits / {c['temperature']})"
+               + (f" over the top {c['top_k']}" if c["top_k"] else ""), distribution(c)) for c in fixture["sampling"]]
+    steps += [("a seeded generator makes the text reproducible", reproducible)]
+    run_steps("sample", steps)
+
+
+# ---------------------------------------------------------------- written_*
+
+def written_tokenize(tokenize) -> None:
+    assert_written("tokenize", lambda: tokenize("To be"))
+
+
+def written_vocab(Vocab) -> None:
+    def attempt():
+        vocab = Vocab.build(["to", " ", "be"])
+        vocab.decode(vocab.encode(["to"]))
+        len(vocab)
+    assert_written("Vocab", attempt)
+
+
+def written_chunk(chunk) -> None:
+    assert_written("chunk", lambda: chunk(torch.arange(4), 2))
+
+
+def written_train_val_split(train_val_split) -> None:
+    assert_written("train_val_split", lambda: train_val_split(torch.arange(20).reshape(10, 2), 0.1))
+
+
+def written_evaluate(evaluate) -> None:
+    fixture = _fixture("evaluate")
+    assert_written("evaluate", lambda: evaluate(toy_model(fixture["toy"]), fixture["chunks"], 4))
+
+
+def written_sample(sample) -> None:
+    fixture = _fixture("sample")
+    assert_written("sample", lambda: sample(toy_model(fixture["toy"]), WordList(fixture["words"]), "the", 1,
+                                            temperature=0))

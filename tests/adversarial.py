@@ -1,0 +1,100 @@
+"""An adversarial class for notebook 01: honest submissions and attacks on the grader, each built from the partial
+demo solution (wrong in `TokenAndPositionEmbedding`, right in `positional_encoding`: 3 of 6 points honestly)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+from autograder.demo.submissions import write_submission
+from autograder.paths import notebook_path
+
+ASSIGNMENT = "01_positional_encoding"
+FAILING_TEST = "hidden_token_and_position_embedding"  # fails for the partial solution
+PASSING_TEST = "check_positional_encoding"  # passes for it
+
+
+def _index(notebook, grade_id: str) -> int:
+    return next(i for i, c in enumerate(notebook.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def _solution(notebook):
+    return notebook.cells[_index(notebook, "positional_encoding")]
+
+
+def deleted_test_cell(nb):
+    del nb.cells[_index(nb, FAILING_TEST)]
+
+
+def duplicated_test_cell(nb):
+    i = _index(nb, PASSING_TEST)
+    copy = nbformat.from_dict(nb.cells[i])
+    copy.id = "duplicated-cell"
+    nb.cells.insert(i + 1, copy)
+
+
+def retyped_test_cell(nb):
+    cell = nb.cells[_index(nb, FAILING_TEST)]
+    nb.cells[_index(nb, FAILING_TEST)] = nbformat.v4.new_markdown_cell(cell.source, metadata=cell.metadata, id=cell.id)
+
+
+def relabelled_test_cell(nb):
+    nb.cells[_index(nb, FAILING_TEST)].metadata["nbgrader"]["grade_id"] = "my_own_cell"
+
+
+def points_changed_to_100(nb):
+    nb.cells[_index(nb, PASSING_TEST)].metadata["nbgrader"]["points"] = 100
+
+
+def test_source_replaced(nb):
+    nb.cells[_index(nb, FAILING_TEST)].source = "pass  # nothing to test here"
+
+
+def endless_loop(nb):
+    _solution(nb).source += "\n\nwhile True:  # never ends\n    pass\n"
+
+
+def kernel_exits(nb):
+    _solution(nb).source += "\n\nimport os\nos._exit(0)\n"
+
+
+def system_exit(nb):
+    _solution(nb).source += "\n\nraise SystemExit('done early')\n"
+
+
+def print_flood(nb):
+    _solution(nb).source += "\n\nfor i in range(300_000):\n    print('spam', i)\n"
+
+
+def sleeps_past_the_notebook_limit(nb):  # each cell stays under the cell limit; the notebook does not
+    _solution(nb).source += "\n\nimport time\ntime.sleep(14)\n"
+    nb.cells[_index(nb, "token_and_position_embedding")].source += "\n\nimport time\ntime.sleep(14)\n"
+
+
+ATTACKS = {f.__name__: f for f in [deleted_test_cell, duplicated_test_cell, retyped_test_cell, relabelled_test_cell,
+                                   points_changed_to_100, test_source_replaced, endless_loop, kernel_exits,
+                                   system_exit, print_flood, sleeps_past_the_notebook_limit]}
+STRUCTURE = {"deleted_test_cell", "duplicated_test_cell", "retyped_test_cell", "relabelled_test_cell",
+             "points_changed_to_100", "test_source_replaced"}  # repaired or restored: the honest partial score
+HONEST = {"honest_perfect": "demo_perfect", "honest_partial": "demo_partial"}
+
+
+def hand_in(root: Path) -> list[str]:
+    """Write every honest and adversarial submission of notebook 01 under root/submitted; return the student ids."""
+    release, source = notebook_path(root / "release", ASSIGNMENT), notebook_path(root / "source", ASSIGNMENT)
+    students = []
+    for student, kind in HONEST.items():
+        write_submission(kind, release, source, notebook_path(root / "submitted" / student, ASSIGNMENT))
+        students.append(student)
+    for name, attack in ATTACKS.items():
+        target = notebook_path(root / "submitted" / name, ASSIGNMENT)
+        write_submission("demo_partial", release, source, target)
+        notebook = nbformat.read(target, as_version=4)
+        attack(notebook)
+        nbformat.write(notebook, target)
+        students.append(name)
+    renamed = root / "submitted" / "renamed_notebook" / ASSIGNMENT
+    write_submission("demo_partial", release, source, renamed / "my homework (final).ipynb")
+    invalid = root / "submitted" / "invalid_json" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    write_submission("demo_invalid", release, source, invalid)
+    return students + ["renamed_notebook", "invalid_json"]

@@ -1,0 +1,312 @@
+"""Mutants and variants for notebook 07 (the named mistakes are in autograder/mistakes/shakespeare.py)."""
+import re
+from collections import Counter
+
+import torch
+from torch.nn import functional as F
+
+from autograder.reference import shakespeare as ref
+
+# ---------------------------------------------------------------- tokenize
+
+
+def splits_on_spaces_only(text):  # punctuation glued to words
+    return [piece for piece in re.split(r"( +)", text) if piece]
+
+
+def lowercased(text):
+    return [piece for piece in re.split(r"\b", text.lower()) if piece]
+
+
+def characters(text):  # a character-level tokenizer: round-trips, but it is not the spec
+    return list(text)
+
+
+def findall_variant(text):  # VARIANT: runs of word characters and runs of the rest
+    return re.findall(r"\w+|\W+", text)
+
+
+def loop_variant(text):  # VARIANT: a loop over re.split
+    tokens = []
+    for piece in re.split(r"\b", text):
+        if len(piece) > 0:
+            tokens.append(piece)
+    return tokens
+
+
+# ---------------------------------------------------------------- Vocab
+
+class _Base:
+    UNK = "<unk>"
+
+    def __init__(self, tokens_by_id):
+        self.itos = list(tokens_by_id)
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+
+    @classmethod
+    def build(cls, tokens, min_freq=1):
+        return cls([cls.UNK] + [t for t, c in Counter(tokens).most_common() if c >= min_freq])
+
+    def __len__(self):
+        return len(self.itos)
+
+    def encode(self, tokens):
+        return [self.stoi.get(t, 0) for t in tokens]
+
+    def decode(self, ids):
+        return [self.itos[int(i)] for i in ids]
+
+
+class EncodeRaisesOnUnknown(_Base):
+    def encode(self, tokens):
+        return [self.stoi[t] for t in tokens]
+
+
+class LenWithoutUnk(_Base):
+    def __len__(self):
+        return len(self.itos) - 1
+
+
+class LeastFrequentFirst(_Base):
+    @classmethod
+    def build(cls, tokens, min_freq=1):
+        return cls([cls.UNK] + [t for t, c in reversed(Counter(tokens).most_common()) if c >= min_freq])
+
+
+class DecodeJoins(_Base):  # returns a string
+    def decode(self, ids):
+        return "".join(self.itos[int(i)] for i in ids)
+
+
+class EncodeTensor(_Base):  # returns a tensor, not a list of ints
+    def encode(self, tokens):
+        return torch.tensor([self.stoi.get(t, 0) for t in tokens], dtype=torch.long)
+
+
+class SortedVariant(_Base):  # VARIANT: an explicit sort with a first-appearance key
+    @classmethod
+    def build(cls, tokens, min_freq=1):
+        counts, first = Counter(), {}
+        for i, t in enumerate(tokens):
+            counts[t] += 1
+            first.setdefault(t, i)
+        kept = sorted((t for t in counts if counts[t] >= min_freq), key=lambda t: (-counts[t], first[t]))
+        return cls(["<unk>"] + kept)
+
+
+# ---------------------------------------------------------------- chunk
+
+
+def windows_one_longer(ids, seq_len):  # seq_len + 1 ids per window
+    n = len(ids) // (seq_len + 1)
+    return ids[: n * (seq_len + 1)].reshape(n, seq_len + 1)
+
+
+def one_window_short(ids, seq_len):  # N - 1 windows
+    n = len(ids) // seq_len - 1
+    return ids[: max(n, 0) * seq_len].reshape(max(n, 0), seq_len)
+
+
+def tail_kept(ids, seq_len):  # the leftover is dropped from the start
+    n = len(ids) // seq_len
+    return ids[len(ids) - n * seq_len:].reshape(n, seq_len)
+
+
+def float_windows(ids, seq_len):
+    n = len(ids) // seq_len
+    return ids[: n * seq_len].reshape(n, seq_len).float()
+
+
+def stack_variant(ids, seq_len):  # VARIANT: a list of slices, stacked
+    n = len(ids) // seq_len
+    if n == 0:
+        return ids.new_empty((0, seq_len))
+    return torch.stack([ids[i * seq_len: (i + 1) * seq_len] for i in range(n)])
+
+
+def unfold_variant(ids, seq_len):  # VARIANT: unfold with a step of seq_len
+    return ids.unfold(0, seq_len, seq_len)
+
+
+# ---------------------------------------------------------------- train_val_split
+
+
+def first_windows_for_validation_and_overlap(chunks, val_fraction=0.1):  # val also the first windows of train
+    n_val = round(val_fraction * len(chunks))
+    return chunks[: len(chunks) - n_val + 1], chunks[len(chunks) - n_val:]
+
+
+def val_one_too_many(chunks, val_fraction=0.1):
+    n_val = round(val_fraction * len(chunks)) + 2
+    return chunks[: len(chunks) - n_val], chunks[len(chunks) - n_val:]
+
+
+def reversed_order(chunks, val_fraction=0.1):
+    n_val = round(val_fraction * len(chunks))
+    return chunks[: len(chunks) - n_val].flip(0), chunks[len(chunks) - n_val:].flip(0)
+
+
+def leaks_random_windows(chunks, val_fraction=0.1):  # a shuffled split whose val windows also go to training
+    n_val = round(val_fraction * len(chunks))
+    order = torch.randperm(len(chunks))
+    return chunks[order[: len(chunks) - n_val // 2]], chunks[order[len(chunks) - n_val:]]
+
+
+def split_variant(chunks, val_fraction=0.1):  # VARIANT: torch.split with int(... + 0.5) rounding
+    n_val = int(val_fraction * len(chunks) + 0.5)
+    train, val = torch.split(chunks, [len(chunks) - n_val, n_val])
+    return train, val
+
+
+# ---------------------------------------------------------------- evaluate
+
+def _loop(model, chunks, batch_size, score):
+    was = model.training
+    model.eval()
+    where = next(model.parameters()).device
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for i in range(0, len(chunks), batch_size):
+            w = chunks[i: i + batch_size].to(where)
+            nats, n = score(model, w)
+            total, count = total + nats, count + n
+    model.train(was)
+    return total / count
+
+
+def predicts_two_ahead(model, chunks, batch_size):
+    def score(m, w):
+        logits = m(w[:, :-2])
+        return F.cross_entropy(logits.flatten(0, 1), w[:, 2:].flatten(), reduction="sum").item(), w[:, 2:].numel()
+    return _loop(model, chunks, batch_size, score)
+
+
+def first_batch_only(model, chunks, batch_size):
+    return ref.evaluate(model, chunks[:batch_size], batch_size)
+
+
+def returns_tensor(model, chunks, batch_size):
+    return torch.tensor(ref.evaluate(model, chunks, batch_size))
+
+
+def counts_every_position(model, chunks, batch_size):  # divides by N * seq_len
+    value = ref.evaluate(model, chunks, batch_size)
+    return value * (chunks.shape[1] - 1) / chunks.shape[1]
+
+
+def no_no_grad(model, chunks, batch_size):
+    was = model.training
+    model.eval()
+    where = next(model.parameters()).device
+    total, count = 0.0, 0
+    for i in range(0, len(chunks), batch_size):
+        w = chunks[i: i + batch_size].to(where)
+        total += F.cross_entropy(model(w[:, :-1]).flatten(0, 1), w[:, 1:].flatten(), reduction="sum").item()
+        count += w[:, 1:].numel()
+    model.train(was)
+    return total / count
+
+
+def whole_window_variant(model, chunks, batch_size):  # VARIANT: the whole window in, the last logits dropped
+    def score(m, w):
+        logits = m(w)[:, :-1]
+        return F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="sum").item(), w[:, 1:].numel()
+    return _loop(model, chunks, batch_size, score)
+
+
+def weighted_means_variant(model, chunks, batch_size):  # VARIANT: batch means weighted by their token counts
+    def score(m, w):
+        logits = m(w[:, :-1]).log_softmax(-1)
+        picked = logits.gather(-1, w[:, 1:, None]).squeeze(-1)
+        return -picked.mean().item() * picked.numel(), picked.numel()
+    return _loop(model, chunks, batch_size, score)
+
+
+# ---------------------------------------------------------------- sample
+
+def _generated(model, vocab, prompt, n_tokens, **kwargs):
+    where = next(model.parameters()).device
+    ids = torch.tensor([vocab.encode(ref.tokenize(prompt))], device=where)
+    return ids, ref.generate(model, ids, n_tokens, **kwargs)
+
+
+def argmax_always(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    _, out = _generated(model, vocab, prompt, n_tokens, temperature=0)
+    return prompt + "".join(vocab.decode(out[0, -n_tokens:].tolist() if n_tokens else []))
+
+
+def one_token_short(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    ids, out = _generated(model, vocab, prompt, max(n_tokens - 1, 0), temperature=temperature, top_k=top_k,
+                          generator=generator)
+    return prompt + "".join(vocab.decode(out[0, ids.shape[1]:].tolist()))
+
+
+def temperature_multiplied(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    t = temperature if temperature == 0 else 1.0 / temperature
+    ids, out = _generated(model, vocab, prompt, n_tokens, temperature=t, top_k=top_k, generator=generator)
+    return prompt + "".join(vocab.decode(out[0, ids.shape[1]:].tolist()))
+
+
+def own_top_k_plus_one(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    """Its own sampling loop, whose top-k keeps k + 1 tokens."""
+    where = next(model.parameters()).device
+    ids = torch.tensor([vocab.encode(ref.tokenize(prompt))], device=where)
+    model.eval()
+    with torch.no_grad():
+        for _ in range(n_tokens):
+            logits = model(ids[:, -model.embedding.max_len:])[:, -1]
+            if temperature == 0:
+                nxt = logits.argmax(-1, keepdim=True)
+            else:
+                logits = logits / temperature
+                if top_k is not None and top_k < logits.shape[-1]:
+                    kth = logits.topk(min(top_k + 1, logits.shape[-1]), dim=-1).values[:, -1:]
+                    logits = logits.masked_fill(logits < kth, float("-inf"))
+                nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)
+            ids = torch.cat([ids, nxt], dim=1)
+    n0 = len(ref.tokenize(prompt))
+    return prompt + "".join(vocab.decode(ids[0, n0:].tolist()))
+
+
+def gumbel_variant(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    """VARIANT: its own loop, Gumbel-max sampling."""
+    where = next(model.parameters()).device
+    ids = torch.tensor([vocab.encode(ref.tokenize(prompt))], device=where)
+    model.eval()
+    with torch.no_grad():
+        for _ in range(n_tokens):
+            logits = model(ids[:, -model.embedding.max_len:])[:, -1]
+            if temperature == 0:
+                nxt = logits.argmax(-1, keepdim=True)
+            else:
+                logits = logits / temperature
+                if top_k is not None and top_k < logits.shape[-1]:
+                    logits = logits.masked_fill(logits < logits.topk(top_k, dim=-1).values[:, -1:], float("-inf"))
+                u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
+                nxt = (logits - torch.log(-torch.log(u.clamp_min(1e-12)))).argmax(-1, keepdim=True)
+            ids = torch.cat([ids, nxt], dim=1)
+    n0 = len(ref.tokenize(prompt))
+    return prompt + "".join(vocab.decode(ids[0, n0:].tolist()))
+
+
+MUTANTS = [
+    ("tokenize", splits_on_spaces_only), ("tokenize", lowercased), ("tokenize", characters),
+    ("Vocab", EncodeRaisesOnUnknown), ("Vocab", LenWithoutUnk), ("Vocab", LeastFrequentFirst), ("Vocab", DecodeJoins),
+    ("Vocab", EncodeTensor),
+    ("chunk", windows_one_longer), ("chunk", one_window_short), ("chunk", tail_kept), ("chunk", float_windows),
+    ("train_val_split", first_windows_for_validation_and_overlap), ("train_val_split", val_one_too_many),
+    ("train_val_split", reversed_order), ("train_val_split", leaks_random_windows),
+    ("evaluate", predicts_two_ahead), ("evaluate", first_batch_only), ("evaluate", returns_tensor),
+    ("evaluate", counts_every_position), ("evaluate", no_no_grad),
+    ("sample", argmax_always), ("sample", one_token_short), ("sample", temperature_multiplied),
+    ("sample", own_top_k_plus_one),
+]
+
+VARIANTS = [
+    ("tokenize", findall_variant), ("tokenize", loop_variant),
+    ("Vocab", SortedVariant),
+    ("chunk", stack_variant), ("chunk", unfold_variant),
+    ("train_val_split", split_variant),
+    ("evaluate", whole_window_variant), ("evaluate", weighted_means_variant),
+    ("sample", gumbel_variant),
+]

@@ -1,0 +1,94 @@
+"""`python -m autograder grade`: parallel jobs merged into one sound gradebook, and a killed run that resumes."""
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+from nbgrader.api import Gradebook
+
+from autograder.demo.submissions import STUDENTS
+from autograder.grading import GRADING_DIR
+from autograder.ledger import Ledger
+from course.about import NOTEBOOKS
+from tests.conftest import run_autograder
+
+RESUMED = ["01_positional_encoding", "02_attention"]
+
+
+def _scores(root, assignments) -> dict:
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        return {(a, s, g.notebook.name, g.name): (g.auto_score, g.needs_manual_grade)
+                for a in assignments for s in STUDENTS
+                for notebook in gb.find_submission(a, s).notebooks for g in notebook.grades}
+
+
+def _complete_lines(path) -> list[tuple[str, str]]:
+    """(assignment, student) of each whole ledger line (a line cut short by the kill is not one)."""
+    pairs = []
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        pairs.append((entry["assignment"], entry["student"]))
+    return pairs
+
+
+def test_parallel_grading_leaves_a_sound_gradebook(demo_class):
+    root, result = demo_class
+    assert "--jobs" in result.stdout, "the demo grades through the parallel command"
+    with sqlite3.connect(root / "gradebook.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert not (root / GRADING_DIR / "jobs").exists(), "private gradebooks are removed after the run"
+    assert len(Ledger(root / GRADING_DIR / "ledger.jsonl").entries()) == len(STUDENTS) * len(NOTEBOOKS)
+
+
+def test_a_killed_run_resumes_and_ends_with_the_same_gradebook(demo_class, tmp_path):
+    demo_root, _ = demo_class
+    root = tmp_path / "course"
+    shutil.copytree(demo_root, root, ignore=shutil.ignore_patterns("autograded", "feedback", GRADING_DIR))
+    expected = _scores(demo_root, RESUMED)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for assignment in RESUMED:
+            for student in STUDENTS:
+                gb.remove_submission(assignment, student)
+
+    ledger = root / GRADING_DIR / "ledger.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(root))
+    first = subprocess.Popen([sys.executable, "-m", "autograder", "grade", *RESUMED, "--jobs", "2"], cwd=root,
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and first.poll() is None:
+        if ledger.exists() and len(Ledger(ledger).entries()) >= 4:
+            break
+        time.sleep(0.2)
+    assert first.poll() is None, "the first run ended before it could be killed"
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    finished_before = set(Ledger(ledger).entries())
+    assert 4 <= len(finished_before) < len(RESUMED) * len(STUDENTS)
+
+    second = run_autograder(root, "grade", *RESUMED, "--jobs", "2")
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-3000:]
+    graded = _complete_lines(ledger)
+    assert set(graded) == {(a, s) for a in RESUMED for s in STUDENTS}, "every submission is graded"
+    twice = {pair for pair in graded if graded.count(pair) > 1}
+    assert not twice & finished_before, f"finished before the kill, graded again: {twice & finished_before}"
+    assert _scores(root, RESUMED) == expected, "the resumed gradebook differs from an uninterrupted run's"
+    with sqlite3.connect(root / "gradebook.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_second_run_grades_nothing_again(demo_class, tmp_path):
+    demo_root, _ = demo_class
+    root = tmp_path / "course"
+    shutil.copytree(demo_root, root)
+    before = (root / GRADING_DIR / "ledger.jsonl").read_text()
+    again = run_autograder(root, "grade", "01_positional_encoding", "--jobs", "2")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (root / GRADING_DIR / "ledger.jsonl").read_text() == before, "a finished grade was graded again"
+    assert "demo_perfect" in again.stdout
