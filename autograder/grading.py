@@ -32,6 +32,8 @@ from autograder.report import write_report
 # Wall-clock limit for grading one notebook of one student (each cell also has its own timeout in
 # nbgrader_config.py). Past it, the notebook's nbgrader process and kernel are killed.
 NOTEBOOK_TIME_LIMIT = 900
+# Memory each process of one notebook's grading may allocate; past it an allocation fails in that kernel alone.
+MEMORY_LIMIT_MB = 3072
 GRADING_DIR = "grading"  # under the course root: the ledger, and the private gradebooks of running jobs
 
 
@@ -113,6 +115,7 @@ class Job:
 class Limits:
     cell_seconds: float | None = None  # None: nbgrader_config.py's Execute.timeout
     notebook_seconds: float = NOTEBOOK_TIME_LIMIT
+    memory_mb: int = MEMORY_LIMIT_MB  # per process of one autograde (its kernel included), under autograder.sandbox
 
 
 def autograde_one(root: Path, job: Job, threads: int, quiet: bool, limits: Limits = Limits()) -> Job:
@@ -122,9 +125,13 @@ def autograde_one(root: Path, job: Job, threads: int, quiet: bool, limits: Limit
     try:
         result = nbgrader("autograde", job.assignment, f"--student={job.student}", "--force",
                           f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, root=root, check=False,
-                          quiet=quiet, timeout=limits.notebook_seconds, threads=threads)
+                          quiet=quiet, timeout=limits.notebook_seconds, threads=threads,
+                          sandbox_memory_mb=limits.memory_mb)
         if result.returncode != 0:
             job.reason = "nbgrader could not grade it: " + _last_error_line(result.stderr)
+        leftover = [line for line in (result.stderr or "").splitlines() if line.startswith("sandbox: ended")]
+        if leftover:
+            job.notes.append(leftover[-1].removeprefix("sandbox: "))
     except NbgraderTimeout:
         job.reason = (f"grading stopped after {limits.notebook_seconds:g} s, the limit for a whole notebook (an "
                       "endless loop, or training far too long?): graded 0")

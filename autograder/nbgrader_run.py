@@ -29,21 +29,34 @@ def environment(threads: int | None = None) -> dict[str, str]:
 
 
 def nbgrader(*args: str, root: Path = ROOT, check: bool = True, quiet: bool = False,
-             timeout: float | None = None, threads: int | None = None) -> subprocess.CompletedProcess:
+             timeout: float | None = None, threads: int | None = None,
+             sandbox_memory_mb: int | None = None) -> subprocess.CompletedProcess:
     """`nbgrader <args> --CourseDirectory.root=<root>`, run from `root` so it reads its nbgrader_config.py.
 
     With `timeout`, the command and every process it started (kernels included) are killed once it
     runs longer, and `NbgraderTimeout` is raised. `threads` caps the math threads of its kernels (parallel jobs
-    should not each take every core).
+    should not each take every core). With `sandbox_memory_mb`, it runs under `autograder.sandbox`: nothing it
+    starts outlives it, and each of its processes may allocate at most that much memory.
     """
     command = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
+    if sandbox_memory_mb is not None:
+        command = [sys.executable, "-m", "autograder.sandbox", "--memory-mb", str(sandbox_memory_mb), "--", *command]
     pipe = subprocess.PIPE if quiet else None
     with subprocess.Popen(command, cwd=root, env=environment(threads), text=True, stdout=pipe, stderr=pipe,
                           start_new_session=True) as process:
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            if sandbox_memory_mb is not None:  # the sandbox ends what escaped the process group (the kernel's session)
+                process.terminate()
+                try:
+                    process.communicate(timeout=15)
+                except subprocess.TimeoutExpired:
+                    pass
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             process.communicate()
             raise NbgraderTimeout(f"`nbgrader {' '.join(args)}` ran longer than {timeout:g} s and was stopped") from None
     result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)

@@ -4,8 +4,9 @@ torch.nn.functional.scaled_dot_product_attention (SDPA), as a ratio measured sid
 Usage: python bench/attention_speed.py [--threads 2] [--device cpu] [--repeats 5] [--steps 10]
 For each configuration, two copies of the reference DecoderOnlyTransformer with the same weights train on the same
 random batches: one as written in the course (masked_attention from notebook 03 returns the weights too), one whose
-multi-head attention calls SDPA (is_causal=True) on the same projections. Their timed blocks of `--steps` training steps alternate, `--repeats` times
-each, so that both see the same machine load; reported are the median tokens per second of each and their ratio.
+multi-head attention calls SDPA (is_causal=True) on the same projections. Their timed blocks of `--steps` training
+steps alternate, `--repeats` times each, so that both see the same machine load; reported are the median tokens per
+second of each and their ratio.
 Configurations: the Shakespeare defaults of notebook 07 (vocabulary 30,607: the output layer dominates) and an
 attention-heavy one (vocabulary 64, 512-token windows).
 """

@@ -27,8 +27,8 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
     like validation's, does not count as training time.
 
     Returns a history: {"step": [...], "train": [...]} (the loss of every step), {"eval_step": [...],
-    "val": [...]} (the validation scores, on "eval_windows" windows), "seconds" of training (validation excluded), "tokens" trained on
-    and "tokens_per_second".
+    "val": [...]} (the validation scores, on "eval_windows" windows), "seconds" of training (validation
+    excluded), "tokens" trained on and "tokens_per_second".
     """
     if device is not None:
         model.to(device)

@@ -71,9 +71,26 @@ def sleeps_past_the_notebook_limit(nb):  # each cell stays under the cell limit;
     nb.cells[_index(nb, "token_and_position_embedding")].source += "\n\nimport time\ntime.sleep(14)\n"
 
 
-ATTACKS = {f.__name__: f for f in [deleted_test_cell, duplicated_test_cell, retyped_test_cell, relabelled_test_cell,
-                                   points_changed_to_100, test_source_replaced, endless_loop, kernel_exits,
-                                   system_exit, print_flood, sleeps_past_the_notebook_limit]}
+MARKER = "left-running-by-an-adversarial-notebook"
+
+
+def starts_background_processes(nb):  # three detached sleepers (a bounded number: never a real fork bomb)
+    _solution(nb).source += (
+        "\n\nimport subprocess, sys\n"
+        "for _ in range(3):\n"
+        f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{MARKER}'], "
+        "start_new_session=True)\n")
+
+
+def memory_bomb(nb):  # allocates until it is refused
+    _solution(nb).source += "\n\nhoard = []\nwhile True:\n    hoard.append(bytearray(256 * 1024 ** 2))\n"
+
+
+ATTACKS = {f.__name__: f for f in [
+    starts_background_processes, memory_bomb, deleted_test_cell, duplicated_test_cell, retyped_test_cell,
+    relabelled_test_cell, points_changed_to_100, test_source_replaced, endless_loop, kernel_exits, system_exit,
+    print_flood, sleeps_past_the_notebook_limit,
+]}
 STRUCTURE = {"deleted_test_cell", "duplicated_test_cell", "retyped_test_cell", "relabelled_test_cell",
              "points_changed_to_100", "test_source_replaced"}  # repaired or restored: the honest partial score
 HONEST = {"honest_perfect": "demo_perfect", "honest_partial": "demo_partial"}

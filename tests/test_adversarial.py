@@ -3,6 +3,7 @@ grade and a reason, the honest ones keep their exact scores, and the run stays w
 import shutil
 import time
 
+import psutil
 import pytest
 from nbgrader.api import Gradebook
 
@@ -62,6 +63,14 @@ def test_reasons_say_what_happened(attacked):
     assert "'my_own_cell', which is not in the assignment" in reasons["relabelled_test_cell"]
     assert "is not valid JSON" in reasons["invalid_json"]
     assert f"after {NOTEBOOK_SECONDS} s" in reasons["sleeps_past_the_notebook_limit"]
+    assert "MemoryError" in reasons["memory_bomb"]
+    assert "ended 3 process(es) the graded notebook left running" in reasons["starts_background_processes"]
+
+
+def test_nothing_a_notebook_started_outlives_its_grading(attacked):
+    left = [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"])
+            if adversarial.MARKER in " ".join(p.info["cmdline"] or [])]
+    assert not left, f"processes started by a graded notebook are still running: {left}"
 
 
 def test_the_run_ends_within_its_bound(attacked):

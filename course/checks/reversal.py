@@ -8,7 +8,7 @@ from torch import nn
 
 from course.checks.compare import expect_tensor, is_close, known_mistake
 from course.checks.report import assert_written, fail, run_steps
-from course.checks.transformer import toy_model
+from course.checks.transformer import expect_evaluation_mode, toy_model
 from course.device import available_devices
 from course.fixtures import load
 
@@ -265,21 +265,13 @@ def check_per_position_accuracy(per_position_accuracy) -> None:
         return step
 
     def modes():
-        model = toy_model(fixture["toy"], dropout=0.5)
         case = fixture["cases"][0]
-        for training in (True, False):
-            model.train(training)
-            model.calls.clear()
-            out = per_position_accuracy(model, case["batch"])
-            if not model.calls:
-                fail("per_position_accuracy never called the model.")
-            if any(t for t, _ in model.calls):
-                fail(f"The model ran in training mode (dropout on) while being measured.\n  This is a known mistake: "
-                     f"{fixture['messages']['training_mode']}")
-            if any(g for _, g in model.calls):
-                fail("The model ran with gradients on: wrap the forward pass in `with torch.no_grad():`.")
-            if out.requires_grad:
-                fail("The result should carry no gradient.")
+        outputs = expect_evaluation_mode(
+            "per_position_accuracy", lambda m: per_position_accuracy(m, case["batch"]),
+            toy_model(fixture["toy"], dropout=0.5),
+            f"\n  This is a known mistake: {fixture['messages']['training_mode']}", None)
+        if any(out.requires_grad for out in outputs):
+            fail("The result should carry no gradient.")
 
     def bounded():
         g = torch.Generator().manual_seed(61)

@@ -7,7 +7,7 @@ import torch
 
 from course.checks.compare import expect_tensor, known_mistake
 from course.checks.report import assert_written, fail, run_steps
-from course.checks.transformer import toy_model
+from course.checks.transformer import expect_evaluation_mode, toy_model
 from course.device import available_devices
 from course.fixtures import load
 
@@ -280,21 +280,10 @@ def check_evaluate(evaluate) -> None:
         return step
 
     def modes():
-        model = toy_model(fixture["toy"], dropout=0.5)
-        for training in (True, False):
-            model.train(training)
-            model.calls.clear()
-            evaluate(model, fixture["chunks"], 5)
-            if not model.calls:
-                fail("evaluate never called the model.")
-            if any(t for t, _ in model.calls):
-                fail(f"The model ran in training mode (dropout on).\n  This is a known mistake: "
-                     f"{messages['training_mode']}")
-            if any(g for _, g in model.calls):
-                fail("The model ran with gradients on: wrap the loop in `with torch.no_grad():`.")
-            if model.training != training:
-                fail(f"evaluate left the model in {'training' if model.training else 'eval'} mode.\n  This is a known "
-                     f"mistake: {messages['leaves_eval_mode']}")
+        expect_evaluation_mode("evaluate", lambda m: evaluate(m, fixture["chunks"], 5),
+                               toy_model(fixture["toy"], dropout=0.5),
+                               f"\n  This is a known mistake: {messages['training_mode']}",
+                               f"\n  This is a known mistake: {messages['leaves_eval_mode']}")
 
     steps = [("returns a Python float", value)]
     steps += [(f"gives the stored loss for batch sizes 4, 13 and 5 ({d.type}, {str(t).removeprefix('torch.')})",

@@ -513,6 +513,26 @@ def toy_model(fixture: dict, device=torch.device("cpu"), dtype=torch.float64, dr
                             dropout).to(device, dtype)
 
 
+def expect_evaluation_mode(name: str, run, model: ToyLanguageModel, training_hint: str, restore_hint: str | None) -> list:
+    """Call run(model) with the model in training mode, then in eval mode; fail unless every call of the model ran in
+    eval mode without gradients and (when restore_hint is given) the model was put back in its mode. Returns what
+    run returned, per mode."""
+    results = []
+    for training in (True, False):
+        model.train(training)
+        model.calls.clear()
+        results.append(run(model))
+        if not model.calls:
+            fail(f"{name} never called the model.")
+        if any(t for t, _ in model.calls):
+            fail(f"The model ran in training mode (dropout on). {training_hint}")
+        if any(g for _, g in model.calls):
+            fail("The model ran with gradients on: wrap the model's calls in `with torch.no_grad():`.")
+        if restore_hint is not None and model.training != training:
+            fail(f"{name} left the model in {'training' if model.training else 'eval'} mode. {restore_hint}")
+    return results
+
+
 def _joint_frequencies(tokens: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """(N, 2) pairs of new tokens -> their frequencies as a (vocab_size, vocab_size) table."""
     index = tokens[:, 0] * vocab_size + tokens[:, 1]
@@ -620,21 +640,11 @@ def check_generate(generate) -> None:
         return step
 
     def modes():
-        model = toy_model(fixture, dropout=0.5)
         prompt = fixture["greedy"][0]["prompt"].clone()
-        for training in (True, False):
-            model.train(training)
-            model.calls.clear()
-            generate(model, prompt, 3, temperature=0)
-            if not model.calls:
-                fail("generate never called the model.")
-            if any(t for t, _ in model.calls):
-                fail("The model ran in training mode (dropout on) while generating: call model.eval() first.")
-            if any(g for _, g in model.calls):
-                fail("The model ran with gradients on: wrap the loop in `with torch.no_grad():`.")
-            if model.training != training:
-                fail(f"generate left the model in {'training' if model.training else 'eval'} mode; put it back in the "
-                     "mode it was in (read model.training at the start; give that value to model.train(...) at the end).")
+        expect_evaluation_mode("generate", lambda m: generate(m, prompt, 3, temperature=0), toy_model(fixture, dropout=0.5),
+                               "Call model.eval() before generating.",
+                               "Put it back in the mode it was in (read model.training at the start; give that value "
+                               "to model.train(...) at the end).")
 
     def prompt_unchanged():
         model = toy_model(fixture)

@@ -5,6 +5,7 @@ from collections import Counter
 import torch
 from torch.nn import functional as F
 
+from autograder.mistakes.shakespeare import _Vocab
 from autograder.reference import shakespeare as ref
 
 # ---------------------------------------------------------------- tokenize
@@ -36,35 +37,20 @@ def loop_variant(text):  # VARIANT: a loop over re.split
 
 # ---------------------------------------------------------------- Vocab
 
-class _Base:
-    UNK = "<unk>"
-
-    def __init__(self, tokens_by_id):
-        self.itos = list(tokens_by_id)
-        self.stoi = {t: i for i, t in enumerate(self.itos)}
-
+class _Base(_Vocab):
     @classmethod
     def build(cls, tokens, min_freq=1):
         return cls([cls.UNK] + [t for t, c in Counter(tokens).most_common() if c >= min_freq])
 
-    def __len__(self):
-        return len(self.itos)
-
-    def encode(self, tokens):
-        return [self.stoi.get(t, 0) for t in tokens]
-
-    def decode(self, ids):
-        return [self.itos[int(i)] for i in ids]
-
 
 class EncodeRaisesOnUnknown(_Base):
     def encode(self, tokens):
-        return [self.stoi[t] for t in tokens]
+        return [self.id_of[t] for t in tokens]
 
 
 class LenWithoutUnk(_Base):
     def __len__(self):
-        return len(self.itos) - 1
+        return len(self.tokens_by_id) - 1
 
 
 class LeastFrequentFirst(_Base):
@@ -75,12 +61,12 @@ class LeastFrequentFirst(_Base):
 
 class DecodeJoins(_Base):  # returns a string
     def decode(self, ids):
-        return "".join(self.itos[int(i)] for i in ids)
+        return "".join(self.tokens_by_id[int(i)] for i in ids)
 
 
 class EncodeTensor(_Base):  # returns a tensor, not a list of ints
     def encode(self, tokens):
-        return torch.tensor([self.stoi.get(t, 0) for t in tokens], dtype=torch.long)
+        return torch.tensor([self.id_of.get(t, 0) for t in tokens], dtype=torch.long)
 
 
 class SortedVariant(_Base):  # VARIANT: an explicit sort with a first-appearance key
@@ -247,8 +233,8 @@ def temperature_multiplied(model, vocab, prompt, n_tokens, temperature=1.0, top_
     return prompt + "".join(vocab.decode(out[0, ids.shape[1]:].tolist()))
 
 
-def own_top_k_plus_one(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
-    """Its own sampling loop, whose top-k keeps k + 1 tokens."""
+def _own_loop(model, vocab, prompt, n_tokens, temperature, top_k, keep, draw):
+    """A sampling loop of its own: keep(top_k) logits are kept, draw(logits) picks the next token."""
     where = next(model.parameters()).device
     ids = torch.tensor([vocab.encode(ref.tokenize(prompt))], device=where)
     model.eval()
@@ -260,33 +246,26 @@ def own_top_k_plus_one(model, vocab, prompt, n_tokens, temperature=1.0, top_k=No
             else:
                 logits = logits / temperature
                 if top_k is not None and top_k < logits.shape[-1]:
-                    kth = logits.topk(min(top_k + 1, logits.shape[-1]), dim=-1).values[:, -1:]
+                    kth = logits.topk(min(keep(top_k), logits.shape[-1]), dim=-1).values[:, -1:]
                     logits = logits.masked_fill(logits < kth, float("-inf"))
-                nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)
+                nxt = draw(logits)
             ids = torch.cat([ids, nxt], dim=1)
     n0 = len(ref.tokenize(prompt))
     return prompt + "".join(vocab.decode(ids[0, n0:].tolist()))
+
+
+def own_top_k_plus_one(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    """Its own sampling loop, whose top-k keeps k + 1 tokens."""
+    return _own_loop(model, vocab, prompt, n_tokens, temperature, top_k, lambda k: k + 1,
+                     lambda logits: torch.multinomial(logits.softmax(-1), 1, generator=generator))
 
 
 def gumbel_variant(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
     """VARIANT: its own loop, Gumbel-max sampling."""
-    where = next(model.parameters()).device
-    ids = torch.tensor([vocab.encode(ref.tokenize(prompt))], device=where)
-    model.eval()
-    with torch.no_grad():
-        for _ in range(n_tokens):
-            logits = model(ids[:, -model.embedding.max_len:])[:, -1]
-            if temperature == 0:
-                nxt = logits.argmax(-1, keepdim=True)
-            else:
-                logits = logits / temperature
-                if top_k is not None and top_k < logits.shape[-1]:
-                    logits = logits.masked_fill(logits < logits.topk(top_k, dim=-1).values[:, -1:], float("-inf"))
-                u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
-                nxt = (logits - torch.log(-torch.log(u.clamp_min(1e-12)))).argmax(-1, keepdim=True)
-            ids = torch.cat([ids, nxt], dim=1)
-    n0 = len(ref.tokenize(prompt))
-    return prompt + "".join(vocab.decode(ids[0, n0:].tolist()))
+    def draw(logits):
+        u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
+        return (logits - torch.log(-torch.log(u.clamp_min(1e-12)))).argmax(-1, keepdim=True)
+    return _own_loop(model, vocab, prompt, n_tokens, temperature, top_k, lambda k: k, draw)
 
 
 MUTANTS = [

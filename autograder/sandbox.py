@@ -1,0 +1,81 @@
+"""Run one grading command so that nothing it starts outlives it, under a memory cap.
+
+`python -m autograder.sandbox --memory-mb 4096 -- nbgrader autograde ...` makes itself the "child subreaper" of
+everything the command starts (Linux `prctl(PR_SET_CHILD_SUBREAPER)`): a kernel in its own session, and any
+process student code forks or detaches, stays its descendant. When the command ends, or when this process is
+told to stop (SIGTERM), every remaining descendant is killed. The memory cap (`RLIMIT_DATA`, inherited by the
+command and the kernel it starts) makes an allocation past it fail in that kernel alone.
+
+Elsewhere than Linux the command simply runs, without the subreaper; the cap applies where `resource` exists.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import signal
+import subprocess
+import sys
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def cap_memory(megabytes: int) -> None:
+    import resource
+    limit = megabytes * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def kill_descendants(rounds: int = 20) -> int:
+    """Kill every descendant of this process, again until none is left (a dying one may have forked); return
+    how many were killed."""
+    killed = 0
+    me = psutil.Process()
+    for _ in range(rounds):
+        children = me.children(recursive=True)
+        if not children:
+            break
+        for child in children:
+            try:
+                child.kill()
+                killed += 1
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(children, timeout=2)
+    return killed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.sandbox", description=__doc__.splitlines()[0])
+    parser.add_argument("--memory-mb", type=int, default=None)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    become_subreaper()
+    if args.memory_mb:
+        cap_memory(args.memory_mb)
+
+    def stop(signum, frame):
+        kill_descendants()
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        returncode = subprocess.call(command)
+    finally:
+        leftovers = kill_descendants()
+        if leftovers:
+            print(f"sandbox: ended {leftovers} process(es) the graded notebook left running", file=sys.stderr)
+    return returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""autograder.sandbox: nothing a graded command starts outlives it, and its memory is capped."""
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the subreaper is Linux's")
+
+SANDBOX = [sys.executable, "-m", "autograder.sandbox"]
+
+
+def _detached_sleeper(marker: str) -> str:
+    return ("import subprocess, sys\n"
+            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'], "
+            "start_new_session=True)\n")
+
+
+def _running(marker: str) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+
+
+def test_a_detached_process_is_ended_when_the_command_ends():
+    marker = "sandbox-test-detached"
+    result = subprocess.run([*SANDBOX, "--", sys.executable, "-c", _detached_sleeper(marker)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0
+    assert "ended 1 process(es)" in result.stderr
+    assert not _running(marker)
+
+
+def test_stopping_the_sandbox_ends_everything_it_started():
+    marker = "sandbox-test-stopped"
+    code = _detached_sleeper(marker) + "import time\ntime.sleep(600)\n"
+    sandbox = subprocess.Popen([*SANDBOX, "--", sys.executable, "-c", code], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not _running(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _running(marker), "the detached sleeper did not start"
+    sandbox.terminate()
+    sandbox.wait(timeout=30)
+    assert not _running(marker)
+
+
+def test_an_allocation_past_the_cap_fails_in_the_command_alone():
+    result = subprocess.run([*SANDBOX, "--memory-mb", "400", "--", sys.executable, "-c",
+                             "x = bytearray(800 * 1024 ** 2)"], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "MemoryError" in result.stderr
+    fine = subprocess.run([*SANDBOX, "--memory-mb", "400", "--", sys.executable, "-c", "x = bytearray(100 * 1024 ** 2)"],
+                          capture_output=True, text=True, timeout=60)
+    assert fine.returncode == 0, fine.stderr
