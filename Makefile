@@ -39,4 +39,4 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=release $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean:
-	rm -rf submitted autograded feedback reports gradebook.db grades.csv
+	rm -rf submitted autograded feedback reports grading gradebook.db grades.csv
