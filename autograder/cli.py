@@ -38,6 +38,12 @@ def _grade(args) -> None:
     if unknown:
         raise SystemExit(f"No assignment {', '.join(unknown)}; the assignments are {', '.join(NOTEBOOKS)}.")
     assignments = args.assignments or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
+    if not (ROOT / "gradebook.db").exists():
+        raise SystemExit(f"There is no gradebook at {ROOT / 'gradebook.db'}: release the assignments first "
+                         "(python -m autograder release), then collect the submissions into submitted/.")
+    if not assignments:
+        raise SystemExit(f"Nothing is handed in under {ROOT / 'submitted'}: collect the submissions first "
+                         "(nbgrader collect, or copy them to submitted/<student>/<assignment>/).")
     limits = Limits(args.cell_timeout, args.notebook_timeout or NOTEBOOK_TIME_LIMIT)
     outcomes = grade(ROOT, assignments, jobs=args.jobs, quiet=True, limits=limits)
     print(score_table(outcomes))

@@ -14,7 +14,7 @@ from autograder.demo.submissions import STUDENTS
 from autograder.grading import GRADING_DIR
 from autograder.ledger import Ledger
 from course.about import NOTEBOOKS
-from tests.conftest import run_autograder
+from tests.conftest import copy_course, run_autograder
 
 RESUMED = ["01_positional_encoding", "02_attention"]
 
@@ -92,3 +92,14 @@ def test_a_second_run_grades_nothing_again(demo_class, tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert (root / GRADING_DIR / "ledger.jsonl").read_text() == before, "a finished grade was graded again"
     assert "demo_perfect" in again.stdout
+
+
+def test_grading_without_a_release_or_submissions_says_what_to_do(tmp_path):
+    root = copy_course(tmp_path / "course")
+    before = run_autograder(root, "grade")
+    assert before.returncode != 0 and "release the assignments first" in before.stderr
+    (root / "gradebook.db").touch()
+    empty = run_autograder(root, "grade")
+    assert empty.returncode != 0 and "Nothing is handed in" in empty.stderr
+    unknown = run_autograder(root, "grade", "08_nothing")
+    assert unknown.returncode != 0 and "No assignment 08_nothing" in unknown.stderr
