@@ -63,17 +63,15 @@ def first_error(path: Path) -> str:
     if not path.exists():
         return ""
     notebook = nbformat.read(path, as_version=4)
-    found = []
+    error = truncated = ""
     for index, cell in enumerate(notebook.cells, start=1):
-        if cell.cell_type != "code":
-            continue
-        for output in cell.get("outputs", []):
-            if output.output_type == "error" and not cell.metadata.get("nbgrader", {}).get("grade") and \
-                    not any(f.startswith("cell ") and " raised " in f for f in found):
-                found.append(f"cell {index} raised {output.ename}: {output.evalue[:200]}")
-            if "... Output truncated ..." in output.get("text", "") and not any("truncated" in f for f in found):
-                found.append(f"cell {index} printed more than the output limit; its output was truncated")
-    return "; ".join(found)
+        graded = cell.metadata.get("nbgrader", {}).get("grade", False)
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if not error and output.output_type == "error" and not graded:
+                error = f"cell {index} raised {output.ename}: {output.evalue[:200]}"
+            if not truncated and "... Output truncated ..." in output.get("text", ""):
+                truncated = f"cell {index} printed more than the output limit; its output was truncated"
+    return "; ".join(reason for reason in (error, truncated) if reason)
 
 
 def record_zero(gb: Gradebook, assignment: str, student: str, reason: str) -> None:
@@ -180,8 +178,9 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     bar = tqdm(total=len(todo), desc="autograding", unit="notebook", disable=not show_progress or not todo)
     with gradebook(root) as gb:
         for job in [j for j in todo if j.reason]:  # nbgrader cannot read these: a zero row, at once
-            record_zero(gb, job.assignment, job.student, job.summary(root))
-            ledger.append(Entry(job.assignment, job.student, job.sha256, job.summary(root), 0.0))
+            summary = job.summary(root)
+            record_zero(gb, job.assignment, job.student, summary)
+            ledger.append(Entry(job.assignment, job.student, job.sha256, summary, 0.0))
             bar.update()
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             running = []
@@ -190,11 +189,12 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
                 running.append(pool.submit(autograde_one, root, job, threads, quiet, limits))
             for future in as_completed(running):  # only this thread writes gradebook.db
                 job = future.result()
+                summary = job.summary(root)  # reads the autograded notebook once
                 if job.reason:
-                    record_zero(gb, job.assignment, job.student, job.summary(root))
+                    record_zero(gb, job.assignment, job.student, summary)
                 else:
                     merge_submission(job.database, gb, job.assignment, job.student)
-                ledger.append(Entry(job.assignment, job.student, job.sha256, job.summary(root), job.seconds))
+                ledger.append(Entry(job.assignment, job.student, job.sha256, summary, job.seconds))
                 job.database.unlink(missing_ok=True)
                 bar.update()
     bar.close()

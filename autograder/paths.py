@@ -1,4 +1,5 @@
 """Where things live in the course directory (the repository root is nbgrader's course root)."""
+import shutil
 from pathlib import Path
 
 from course.about import NOTEBOOKS
@@ -13,6 +14,22 @@ GRADEBOOK = ROOT / "gradebook.db"
 REPORTS = ROOT / "reports"
 REFERENCE = ROOT / "autograder" / "reference"
 FIXTURES = ROOT / "course" / "fixtures"
+
+
+# What nbgrader and the autograder need of the course directory, for a scratch copy (tests, benchmarks).
+COURSE_PARTS = ["course", "autograder", "source", "release", "nbgrader_config.py"]
+
+
+def copy_course(target: Path) -> Path:
+    """The parts of the course directory that nbgrader and the autograder need, copied to `target`."""
+    target.mkdir(parents=True, exist_ok=True)
+    for part in COURSE_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, target / part, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        else:
+            shutil.copy2(source, target / part)
+    return target
 
 
 def notebook_path(folder: Path, assignment: str) -> Path:

@@ -15,17 +15,16 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
-from nbgrader.api import Gradebook  # noqa: E402
+from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
-from autograder.mistakes import REGISTRY, for_exercise  # noqa: E402
+from autograder.mistakes import all_mistakes  # noqa: E402
 
 NAMED = "This is a known mistake: "
 
 
 def _mistake_ids() -> dict[str, str]:
-    """Known-mistake message -> "exercise: id", for every registered mistake."""
-    for_exercise("")  # imports every notebook's mistakes into the registry
-    return {m.message: f"{exercise}: {m.id}" for exercise, mistakes in REGISTRY.items() for m in mistakes}
+    """Known-mistake message -> "exercise: id", for every known mistake."""
+    return {m.message: f"{m.exercise}: {m.id}" for m in all_mistakes()}
 
 
 def named_mistakes(autograded: Path) -> Counter:
@@ -54,7 +53,7 @@ def write_report(root: Path, assignments: list[str], reasons: dict[tuple[str, st
             for assignment in assignments:
                 try:
                     submission = gb.find_submission(assignment, student)
-                except Exception:  # noqa: BLE001: not handed in
+                except MissingEntry:  # not handed in
                     continue
                 for notebook in submission.notebooks:
                     for grade in notebook.grades:

@@ -25,22 +25,9 @@ from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 from autograder.demo.submissions import STUDENTS, write_submission  # noqa: E402
 from autograder.grading import GRADING_DIR, grade  # noqa: E402
 from autograder.nbgrader_run import nbgrader  # noqa: E402
-from autograder.paths import ROOT, notebook_path  # noqa: E402
+from autograder.paths import copy_course, notebook_path  # noqa: E402
 from autograder.release import release  # noqa: E402
 from course.about import NOTEBOOKS  # noqa: E402
-
-PARTS = ["course", "autograder", "source", "release", "nbgrader_config.py"]
-
-
-def scratch_course(target: Path) -> Path:
-    for part in PARTS:
-        source = ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, target / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, target / part)
-    return target
-
 
 def hand_in(root: Path, students: int, assignments: list[str]) -> list[str]:
     kinds = list(STUDENTS)
@@ -74,7 +61,7 @@ def main() -> None:
     parser.add_argument("--assignments", nargs="+", default=list(NOTEBOOKS))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        root = scratch_course(Path(scratch))
+        root = copy_course(Path(scratch))
         print("releasing ...", flush=True)
         release(root, quiet=True)
         students = hand_in(root, args.students, args.assignments)

@@ -2,29 +2,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from autograder.paths import ROOT
-
-COURSE_PARTS = ["course", "autograder", "source", "release", "nbgrader_config.py"]
-
-
-def copy_course(target: Path) -> Path:
-    """The parts of the course directory that nbgrader and the autograder need, copied to `target`."""
-    target.mkdir(parents=True, exist_ok=True)
-    for part in COURSE_PARTS:
-        src = ROOT / part
-        if src.is_dir():
-            shutil.copytree(src, target / part, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-        else:
-            shutil.copy2(src, target / part)
-    return target
-
+from autograder.paths import copy_course  # noqa: F401 (the tests' scratch copies)
 
 def run_autograder(root: Path, *args: str) -> subprocess.CompletedProcess:
     """`python -m autograder <args>` inside the copy at `root` (its own packages come first on sys.path)."""

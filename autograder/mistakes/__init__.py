@@ -30,8 +30,13 @@ def mistake(exercise: str, message: str):
     return register
 
 
-def for_exercise(exercise: str) -> list[Mistake]:
+def all_mistakes() -> list[Mistake]:
+    """Every known mistake of every notebook."""
     from course.about import NOTEBOOKS
     for module in NOTEBOOKS.values():
         importlib.import_module(f"autograder.mistakes.{module}")
-    return REGISTRY.get(exercise, [])
+    return [m for mistakes in REGISTRY.values() for m in mistakes]
+
+
+def for_exercise(exercise: str) -> list[Mistake]:
+    return [m for m in all_mistakes() if m.exercise == exercise]
