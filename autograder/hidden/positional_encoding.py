@@ -1,36 +1,39 @@
-"""Hidden tests for notebook 01."""
+"""Hidden tests for notebook 01: fresh sizes (odd d_model too) and fresh embedding weights."""
 import torch
 
-from autograder.hidden.compare import HiddenTestFailed, assert_matches, assert_raises, generator, grid
-from autograder.reference import positional_encoding as ref
+from autograder.hidden.observe import Observations, generator, grid, hidden_test
 
 
-def test_positional_encoding(positional_encoding, trials: int = 6, seed: int = 101) -> None:
+def observe_positional_encoding(positional_encoding, trials: int = 6, seed: int = 101) -> Observations:
+    seen = Observations()
     g = generator(seed)
     sizes = [(1, 1), (3, 1), (64, 7)] + [tuple(torch.randint(1, 97, (2,), generator=g).tolist()) for _ in range(trials)]
     for max_len, d_model in sizes:
-        assert_matches(f"positional_encoding({max_len}, {d_model})", positional_encoding(max_len, d_model),
-                       ref.positional_encoding(max_len, d_model), torch.float32)
+        seen.close(f"positional_encoding({max_len}, {d_model})", positional_encoding(max_len, d_model))
+    return seen
 
 
-def test_token_and_position_embedding(TokenAndPositionEmbedding, trials: int = 4, seed: int = 102) -> None:
+def observe_token_and_position_embedding(TokenAndPositionEmbedding, trials: int = 4, seed: int = 102) -> Observations:
+    seen = Observations()
     g = generator(seed)
     for _ in range(trials):
         vocab, d_model, max_len = (int(v) for v in torch.randint(2, 40, (3,), generator=g))
         length = int(torch.randint(1, max_len + 1, (1,), generator=g))
         batch = tuple(torch.randint(1, 4, (int(torch.randint(0, 3, (1,), generator=g)),), generator=g).tolist())
         tokens = torch.randint(0, vocab, batch + (length,), generator=g)
-        expected_module = ref.TokenAndPositionEmbedding(vocab, d_model, max_len)
-        student = TokenAndPositionEmbedding(vocab, d_model, max_len)
-        if tuple(student.embed.weight.shape) != (vocab, d_model):
-            raise HiddenTestFailed("embed.weight has the wrong shape")
+        weight = torch.randn(vocab, d_model, generator=g)
+        module = TokenAndPositionEmbedding(vocab, d_model, max_len)
+        what = f"TokenAndPositionEmbedding({vocab}, {d_model}, {max_len})"
+        seen.exact(f"{what}: the shape of embed.weight", tuple(module.embed.weight.shape), show=True)
         with torch.no_grad():
-            student.embed.weight.copy_(torch.randn(vocab, d_model, generator=g))
-            expected_module.embed.weight.copy_(student.embed.weight)
+            module.embed.weight.copy_(weight)
         for device, dtype in grid():
-            s, e = student.to(device=device, dtype=dtype), expected_module.to(device=device, dtype=dtype)
-            assert_matches(f"output for tokens of shape {tuple(tokens.shape)} ({device.type}, {dtype})",
-                           s(tokens.to(device)), e(tokens.to(device)), torch.float32)
+            m = module.to(device=device, dtype=dtype)
+            seen.close(f"{what} on tokens of shape {tuple(tokens.shape)} ({device.type}, {dtype})", m(tokens.to(device)))
         too_long = torch.zeros(1, max_len + 1, dtype=torch.long)
-        assert_raises(f"a sequence of {max_len + 1} tokens with max_len={max_len}", ValueError,
-                      lambda: student.to("cpu", torch.float32)(too_long))
+        seen.raises(f"{what} on a sequence of {max_len + 1} tokens", lambda: module.to("cpu", torch.float32)(too_long))
+    return seen
+
+
+test_positional_encoding = hidden_test(observe_positional_encoding)
+test_token_and_position_embedding = hidden_test(observe_token_and_position_embedding)

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from autograder.fixtures.transformer import random_state
+from autograder.hidden.models import random_state
 from autograder.hidden.compare import HiddenTestFailed, assert_matches, generator, reference_globals
 from autograder.reference import reversal as ref
 from course.checks.reversal import ReversalOracle, oracle_loss

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from autograder.fixtures.transformer import _next_probabilities, random_state
+from autograder.hidden.models import next_probabilities, random_state
 from autograder.hidden.compare import HiddenTestFailed, generator, reference_globals
 from autograder.reference import shakespeare as ref
 from course.checks.shakespeare import SAMPLING_TOLERANCE, next_word_frequencies
@@ -149,7 +149,7 @@ def test_sample(sample, seed: int = 706) -> None:
                          "position": 0.5 * torch.randn(12, V, generator=g, dtype=torch.float64), "max_len": 4})
         prompt_ids = torch.tensor([vocab.encode(ref.tokenize("not"))])
         for temperature, top_k in [(0.7, None), (1.3, 2)]:
-            probabilities = _next_probabilities(toy, prompt_ids, temperature, top_k)[0].double()
+            probabilities = next_probabilities(toy, prompt_ids, temperature, top_k)[0].double()
             try:
                 freq = next_word_frequencies(sample, toy, vocab, "not", temperature, top_k, generator(seed + 1))
             except ValueError as error:

@@ -2,7 +2,7 @@
 outputs compared on every device and dtype; `generate` against the reference on a fresh reference model."""
 import torch
 
-from autograder.fixtures.transformer import pair_probabilities, random_state
+from autograder.hidden.models import pair_probabilities, random_state
 from autograder.hidden.compare import HiddenTestFailed, assert_equal, assert_matches, generator, grid
 from autograder.reference import transformer as ref
 from course.checks.transformer import SAMPLING_TOLERANCE, _joint_frequencies, toy_model
