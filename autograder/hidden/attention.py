@@ -1,41 +1,47 @@
-"""Hidden tests for notebook 02."""
+"""Hidden tests for notebook 02: fresh shapes with zero to three batch axes, every device and dtype, large scores."""
 import torch
 
-from autograder.hidden.compare import HiddenTestFailed, assert_matches, generator, grid
-from autograder.reference import attention as ref
+from autograder.hidden.observe import HiddenTestFailed, Observations, generator, grid, hidden_test
 
 
-def _pair(result, what):
+def _pair(result, what: str):
     if not (isinstance(result, tuple) and len(result) == 2):
         raise HiddenTestFailed(f"{what}: expected a tuple (output, weights)")
     return result
 
 
-def test_attention(attention, trials: int = 8, seed: int = 201) -> None:
+def observe_attention(attention, trials: int = 8, seed: int = 201) -> Observations:
+    seen = Observations()
     g = generator(seed)
     sizes = [((), 1, 1, 1, 1), ((1,), 3, 3, 2, 2)]
     for _ in range(trials):
         batch = tuple(torch.randint(1, 4, (int(torch.randint(0, 4, (1,), generator=g)),), generator=g).tolist())
         T_q, T_k, d_k, d_v = (int(v) for v in torch.randint(1, 13, (4,), generator=g))
         sizes.append((batch, T_q, T_k, d_k, d_v))
-    for batch, T_q, T_k, d_k, d_v in sizes:
+    for batch, T_q, T_k, d_k, d_v in dict.fromkeys(sizes):  # a repeated shape would repeat a name
         spread = float(torch.empty(1).uniform_(0.5, 4.0, generator=g))
         Q = spread * torch.randn(*batch, T_q, d_k, generator=g, dtype=torch.float64)
         K = spread * torch.randn(*batch, T_k, d_k, generator=g, dtype=torch.float64)
         V = torch.randn(*batch, T_k, d_v, generator=g, dtype=torch.float64)
         what = f"Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
         for device, dtype in grid():
-            q, k, v = (t.to(device, dtype) for t in (Q, K, V))
-            copies = [t.clone() for t in (q, k, v)]
-            output, weights = _pair(attention(q, k, v), what)
-            expected_output, expected_weights = ref.attention(*copies)
-            assert_matches(f"weights for {what} ({device.type}, {dtype})", weights, expected_weights, dtype)
-            assert_matches(f"output for {what} ({device.type}, {dtype})", output, expected_output, dtype)
-            if not all(torch.equal(a, b) for a, b in zip(copies, (q, k, v))):
-                raise HiddenTestFailed(f"{what}: the inputs were changed in place")
+            q, k, v = (t.to(device, dtype, copy=True) for t in (Q, K, V))  # copies: a change in place stays here
+            case = f"{what} ({device.type}, {dtype})"
+            output, weights = _pair(attention(q, k, v), case)
+            seen.close(f"weights for {case}", weights, dtype)
+            seen.close(f"output for {case}", output, dtype)
+            for name, tensor in zip("QKV", (q, k, v)):
+                seen.exact(f"{case}: input {name} after the call (it must not be changed in place)", tensor)
     # Large scores in float32: a softmax that overflows gives inf or NaN.
-    Q, K, V = 50 * torch.randn(3, 9, 32, generator=g), 50 * torch.randn(3, 11, 32, generator=g), torch.randn(3, 11, 4, generator=g)
-    output, weights = _pair(attention(Q, K, V), "large scores")
-    expected_output, expected_weights = ref.attention(Q, K, V)
-    assert_matches("weights for large scores", weights, expected_weights, torch.float32)
-    assert_matches("output for large scores", output, expected_output, torch.float32)
+    Q = 50 * torch.randn(3, 9, 32, generator=g, dtype=torch.float32)
+    K = 50 * torch.randn(3, 11, 32, generator=g, dtype=torch.float32)
+    V = torch.randn(3, 11, 4, generator=g, dtype=torch.float32)
+    case = (f"large scores (Q and K times 50): Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} "
+            f"(cpu, torch.float32)")
+    output, weights = _pair(attention(Q, K, V), case)
+    seen.close(f"weights for {case}", weights, torch.float32)
+    seen.close(f"output for {case}", output, torch.float32)
+    return seen
+
+
+test_attention = hidden_test(observe_attention)

@@ -1,43 +1,63 @@
-"""Hidden tests for notebook 04. Fresh sizes, weights and masks; the student's module and the reference
-hold the same weights (loaded by name, strictly) and are compared on every device and dtype."""
+"""Hidden tests for notebook 04. Fresh sizes, weights and masks on every device and dtype. Each side's module gets
+the same fresh weights by parameter name (drawn from the name, so the order the parameters are declared in does not
+matter); the names and shapes themselves are an observation. `TransformerBlock` runs with stand-in parts built from
+torch's own layers, so that it grades only how the block joins its parts."""
+import zlib
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-from autograder.hidden.compare import HiddenTestFailed, assert_matches, assert_raises, generator, grid
-from autograder.reference import attention_block as ref
+from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, generator, grid, hidden_test
 
 
-def _random_state(module: nn.Module, g: torch.Generator, spread: float = 1.0) -> dict:
-    state = {}
-    for key, value in module.state_dict().items():
-        fresh = torch.randn(value.shape, generator=g, dtype=torch.float64)
-        if key.endswith("weight") and value.dim() == 1:  # a layer norm's scale: around 1
-            state[key] = 1 + 0.5 * fresh
-        else:
-            state[key] = spread * fresh / max(value.shape[-1], 1) ** 0.5
-    return state
+# ---- weights by name ----
+
+@dataclass(frozen=True)
+class SameParameters(Rule):
+    """The student's (name, shape) pairs equal the reference's; the message names what is missing or extra."""
+
+    def judge(self, what, student, reference):
+        if not isinstance(student, list) or not all(isinstance(p, list) and len(p) == 2 for p in student):
+            return f"{what}: could not be read"
+        own, expected = ({n: tuple(s) for n, s in pairs} for pairs in (student, reference))
+        missing, extra = sorted(set(expected) - set(own)), sorted(set(own) - set(expected))
+        if missing or extra:
+            return (f"{what}: the parameter names differ from the exercise's (missing {missing[:6]}, "
+                    f"unexpected {extra[:6]}); use the submodule names of the exercise and share no weights")
+        wrong = [n for n in sorted(expected) if own[n] != expected[n]]
+        if wrong:
+            return f"{what}: {wrong[0]} has shape {own[wrong[0]]}, expected {expected[wrong[0]]}"
+        return None
 
 
-def _load(module: nn.Module, state: dict, what: str) -> None:
-    try:
-        result = module.load_state_dict(state, strict=False)
-    except RuntimeError as exc:
-        raise HiddenTestFailed(f"{what}: the weights do not fit ({str(exc).splitlines()[-1].strip()})") from None
-    if result.missing_keys or result.unexpected_keys:
-        raise HiddenTestFailed(f"{what}: load_state_dict(strict=True) fails; missing {result.missing_keys}, "
-                               f"unexpected {result.unexpected_keys}")
+def case_seed(g: torch.Generator) -> int:
+    """A seed for one case's weights, drawn from the shared generator the same way whatever the module holds."""
+    return int(torch.randint(0, 2 ** 31, (1,), generator=g))
 
 
-def _pair(student_cls, reference_cls, init: dict, g: torch.Generator, spread: float = 1.0):
-    """The student's module and the reference's, both holding the same fresh random weights."""
-    expected = reference_cls(**init)
-    state = _random_state(expected, g, spread)
-    expected.load_state_dict(state)
-    student = student_cls(**init)
-    what = f"{student_cls.__name__}({', '.join(f'{k}={v}' for k, v in init.items())})"
-    _load(student, state, what)
-    return student, expected, what
+def fresh_weights(seen: Observations, module: nn.Module, what: str, seed: int, spread: float = 1.0) -> nn.Module:
+    """Record `module`'s parameter names and shapes, then give each parameter values drawn from `seed` and its name
+    alone: a layer norm's scale (a 1-d weight) around 1, the rest ~ spread * N(0, 1) / sqrt(fan-in)."""
+    parameters = dict(module.named_parameters())
+    seen.judged_by(f"{what}: parameter names and shapes",
+                   sorted([name, list(p.shape)] for name, p in parameters.items()), SameParameters())
+    with torch.no_grad():
+        for name, p in parameters.items():
+            fresh = torch.randn(p.shape, generator=generator(seed + zlib.crc32(name.encode())), dtype=torch.float64)
+            if p.dim() == 1 and name.endswith("weight"):
+                p.copy_(1 + 0.5 * fresh)
+            else:
+                p.copy_(spread * fresh / max(p.shape[-1] if p.dim() else 1, 1) ** 0.5)
+    return module
 
+
+def described(name: str, init: dict) -> str:
+    """The exercise's name (never the class's own, which may differ) with its arguments."""
+    return f"{name}({', '.join(f'{k}={v}' for k, v in init.items())})"
+
+
+# ---- inputs ----
 
 def _mask(shape, g, keep_first: bool = True) -> torch.Tensor:
     mask = torch.rand(shape, generator=g) < float(torch.empty(1).uniform_(0.3, 0.9, generator=g))
@@ -50,10 +70,24 @@ def _sizes(g, low, high, n):
     return [int(v) for v in torch.randint(low, high, (n,), generator=g)]
 
 
-def test_multi_head_attention(MultiHeadAttention, trials: int = 8, seed: int = 401) -> None:
+def _on(tensor, device, dtype=None):
+    """A copy on `device` (in `dtype`): a change in place by the code under test stays with this call."""
+    if tensor is None:
+        return None
+    return tensor.to(device, dtype, copy=True) if dtype is not None else tensor.to(device, copy=True)
+
+
+def _shape(tensor) -> str:
+    return "None" if tensor is None else str(tuple(tensor.shape))
+
+
+# ---- the hidden tests ----
+
+def observe_multi_head_attention(MultiHeadAttention, trials: int = 8, seed: int = 401) -> Observations:
+    seen = Observations()
     g = generator(seed)
-    assert_raises("MultiHeadAttention(12, 5)", ValueError, lambda: MultiHeadAttention(12, 5))
-    assert_raises("MultiHeadAttention(6, 4)", ValueError, lambda: MultiHeadAttention(6, 4))
+    seen.raises("MultiHeadAttention(12, 5)", lambda: MultiHeadAttention(12, 5))
+    seen.raises("MultiHeadAttention(6, 4)", lambda: MultiHeadAttention(6, 4))
     for trial in range(trials):
         n_heads, d_head, B, T_q, T_k = _sizes(g, 1, 6, 5)
         d_model = n_heads * d_head
@@ -66,106 +100,153 @@ def test_multi_head_attention(MultiHeadAttention, trials: int = 8, seed: int = 4
                 _mask((B, T_q, T_k), g),
                 _mask((B, n_heads, T_q, T_k), g),
                 _mask((B, 1, T_k), g)][kind]
-        student, expected, what = _pair(MultiHeadAttention, ref.MultiHeadAttention,
-                                        {"d_model": d_model, "n_heads": n_heads}, g, spread=2.0)
+        weights_seed = case_seed(g)
         x_q = torch.randn(B, T_q, d_model, generator=g, dtype=torch.float64)
         x_kv = torch.randn(B, T_k, d_model, generator=g, dtype=torch.float64) if cross else None
-        what += (f" on x_q {tuple(x_q.shape)}, " + (f"x_kv {tuple(x_kv.shape)}" if cross else "x_kv None")
-                 + f", mask {None if mask is None else tuple(mask.shape)}")
+        what = f"case {trial + 1}: " + described("MultiHeadAttention", {"d_model": d_model, "n_heads": n_heads})
+        module = fresh_weights(seen, MultiHeadAttention(d_model, n_heads), what, weights_seed, spread=2.0)
+        what += f" on x_q {_shape(x_q)}, x_kv {_shape(x_kv)}, mask {_shape(mask)}"
         for device, dtype in grid():
-            s, e = student.to(device, dtype), expected.to(device, dtype)
-            q = x_q.to(device, dtype)
-            kv = None if x_kv is None else x_kv.to(device, dtype)
-            m = None if mask is None else mask.to(device)
-            result = s(q, kv, None if m is None else m.clone())
+            m = module.to(device, dtype)
+            case = f"{what} ({device.type}, {dtype})"
+            result = m(_on(x_q, device, dtype), _on(x_kv, device, dtype), _on(mask, device))
             if not (isinstance(result, tuple) and len(result) == 2):
-                raise HiddenTestFailed(f"{what}: expected a tuple (output, weights)")
-            with torch.no_grad():
-                expected_output, expected_weights = e(q, kv, m)
-            assert_matches(f"weights for {what} ({device.type}, {dtype})", result[1], expected_weights, dtype)
-            assert_matches(f"output for {what} ({device.type}, {dtype})", result[0], expected_output, dtype)
+                raise HiddenTestFailed(f"{case}: expected a tuple (output, weights)")
+            seen.close(f"weights for {case}", result[1], dtype)
+            seen.close(f"output for {case}", result[0], dtype)
+    return seen
 
 
-def test_layer_norm(LayerNorm, trials: int = 8, seed: int = 402) -> None:
+def _everywhere(seen: Observations, module: nn.Module, x: torch.Tensor, what: str) -> None:
+    """What `module` gives for `x` on every device and dtype."""
+    for device, dtype in grid():
+        seen.close(f"{what} on an input of shape {tuple(x.shape)} ({device.type}, {dtype})",
+                   module.to(device, dtype)(_on(x, device, dtype)), dtype)
+
+
+def observe_layer_norm(LayerNorm, trials: int = 8, seed: int = 402) -> Observations:
+    seen = Observations()
     g = generator(seed)
     for trial in range(trials):
         d_model = _sizes(g, 1, 40, 1)[0]
         batch = tuple(_sizes(g, 1, 5, int(torch.randint(0, 4, (1,), generator=g))))
         init = {"d_model": d_model} if trial % 2 == 0 else \
             {"d_model": d_model, "eps": float(10 ** torch.empty(1).uniform_(-6, 0, generator=g))}
-        student, expected, what = _pair(LayerNorm, ref.LayerNorm, init, g)
+        weights_seed = case_seed(g)
         spread = float(10 ** torch.empty(1).uniform_(-2, 1, generator=g))
         x = spread * torch.randn(*batch, d_model, generator=g, dtype=torch.float64) + float(torch.randn(1, generator=g))
         if trial == 0:
             x[..., :] = 2.5  # constant vectors: variance 0
-        _compare_everywhere(student, expected, x, what)
+        what = f"case {trial + 1}: " + described("LayerNorm", init)
+        _everywhere(seen, fresh_weights(seen, LayerNorm(**init), what, weights_seed), x, what)
+    return seen
 
 
-def _compare_everywhere(student: nn.Module, expected: nn.Module, x: torch.Tensor, what: str) -> None:
-    """The student's module and the reference, same weights, on `x` on every device and dtype."""
-    for device, dtype in grid():
-        s, e = student.to(device, dtype), expected.to(device, dtype)
-        xs = x.to(device, dtype)
-        with torch.no_grad():
-            wanted = e(xs)
-        assert_matches(f"{what} on an input of shape {tuple(x.shape)} ({device.type}, {dtype})", s(xs.clone()),
-                       wanted, dtype)
-
-
-def test_feed_forward(FeedForward, trials: int = 6, seed: int = 403) -> None:
+def observe_feed_forward(FeedForward, trials: int = 6, seed: int = 403) -> Observations:
+    seen = Observations()
     g = generator(seed)
-    for _ in range(trials):
+    for trial in range(trials):
         d_model, d_ff = _sizes(g, 1, 33, 2)
         batch = tuple(_sizes(g, 1, 5, int(torch.randint(0, 3, (1,), generator=g))))
-        student, expected, what = _pair(FeedForward, ref.FeedForward, {"d_model": d_model, "d_ff": d_ff}, g, 2.0)
+        weights_seed = case_seed(g)
         x = torch.randn(*batch, d_model, generator=g, dtype=torch.float64)
-        _compare_everywhere(student, expected, x, what)
+        what = f"case {trial + 1}: " + described("FeedForward", {"d_model": d_model, "d_ff": d_ff})
+        _everywhere(seen, fresh_weights(seen, FeedForward(d_model, d_ff), what, weights_seed, spread=2.0), x, what)
+    return seen
 
 
-def _with_reference_parts(block: nn.Module, init: dict) -> nn.Module:
-    """The student's block with the reference attention, feed-forward and norms inside: this test grades
-    how the block joins them, so a mistake in those parts costs points in their own tests only."""
-    d_model, n_heads, d_ff = init["d_model"], init["n_heads"], init["d_ff"]
-    block.attn = ref.MultiHeadAttention(d_model, n_heads)
-    block.ff = ref.FeedForward(d_model, d_ff)
-    block.norm1 = ref.LayerNorm(d_model)
-    block.norm2 = ref.LayerNorm(d_model)
+# ---- TransformerBlock: stand-in parts ----
+
+class StandInAttention(nn.Module):
+    """Stands where the block's `attn` is: torch's nn.MultiheadAttention behind the course's call
+    (x_q, x_kv=None, mask=None) and mask convention (True = may attend; up to 3 dimensions broadcast to
+    (B, T_q, T_k) for every head, 4 to (B, n_heads, T_q, T_k)). Not the exercise: torch's parameter layout
+    (one in_proj_weight) and weights averaged over the heads, (B, T_q, T_k)."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.inner = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        blocked = None
+        if mask is not None:
+            (B, T_q, _), T_k = x_q.shape, x_kv.shape[1]
+            if mask.dim() == 4:
+                allowed = mask.expand(B, self.n_heads, T_q, T_k)
+            else:
+                allowed = mask.expand(B, T_q, T_k)[:, None].expand(B, self.n_heads, T_q, T_k)
+            allowed = allowed | ~allowed.any(-1, keepdim=True)  # no query without a key: torch would give NaN
+            blocked = ~allowed.reshape(B * self.n_heads, T_q, T_k)  # torch: True = may not attend
+        return self.inner(x_q, x_kv, x_kv, attn_mask=blocked)
+
+
+class StandInFeedForward(nn.Module):
+    """Stands where the block's `ff` is: tanh of one linear layer, d_model -> d_model. Not the exercise's
+    feed-forward network (no fc1/fc2, no d_ff, no ReLU)."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.linear = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        return torch.tanh(self.linear(x))
+
+
+def with_stand_ins(block: nn.Module, d_model: int, n_heads: int) -> nn.Module:
+    """`block` with stand-ins for attn, ff, norm1 and norm2 (torch's nn.LayerNorm for the norms): the block's test
+    grades how the block joins its parts; a mistake in a part costs points in that part's test only."""
+    block.attn = StandInAttention(d_model, n_heads)
+    block.ff = StandInFeedForward(d_model)
+    block.norm1 = nn.LayerNorm(d_model)
+    block.norm2 = nn.LayerNorm(d_model)
     return block
 
 
-def test_transformer_block(TransformerBlock, trials: int = 8, seed: int = 404) -> None:
+STAND_INS = "with stand-ins for attn, ff, norm1 and norm2"
+
+
+def _one_tensor(result, what: str):
+    if not isinstance(result, torch.Tensor):
+        raise HiddenTestFailed(f"{what}: TransformerBlock.forward should return one tensor, "
+                               f"got {type(result).__name__}")
+    return result
+
+
+def observe_transformer_block(TransformerBlock, trials: int = 10, seed: int = 404) -> Observations:
+    seen = Observations()
     g = generator(seed)
-    default = TransformerBlock(8, 2, 16)
-    explicit = TransformerBlock(8, 2, 16, norm_first=False)
-    _load(explicit, default.state_dict(), "TransformerBlock(8, 2, 16, norm_first=False)")
+    # The default is post-norm: the same as norm_first=False.
+    weights_seed = case_seed(g)
     x = torch.randn(2, 5, 8, generator=g)
-    with torch.no_grad():
-        by_default, post_norm = default(x), explicit(x)
-    if not isinstance(post_norm, torch.Tensor):
-        raise HiddenTestFailed("TransformerBlock.forward should return one tensor")
-    assert_matches("TransformerBlock(8, 2, 16) against the same with norm_first=False", by_default, post_norm,
-                   torch.float32)
+    for init, shown in [({}, "TransformerBlock(8, 2, 16)"),
+                        ({"norm_first": False}, "TransformerBlock(8, 2, 16, norm_first=False)")]:
+        what = f"{shown} {STAND_INS}"
+        block = fresh_weights(seen, with_stand_ins(TransformerBlock(8, 2, 16, **init), 8, 2), what, weights_seed)
+        seen.close(f"{what} on x {tuple(x.shape)} (cpu, torch.float32)", _one_tensor(block(x.clone()), what))
+    # Both norm orders with every kind of mask: none, (T, T) causal, (B, 1, T), (B, T, T), (B, n_heads, T, T).
     for trial in range(trials):
         n_heads, d_head, B, T = _sizes(g, 1, 5, 4)
         d_ff = _sizes(g, 1, 33, 1)[0]
         init = {"d_model": n_heads * d_head, "n_heads": n_heads, "d_ff": d_ff, "norm_first": trial % 2 == 1}
-        reference = ref.TransformerBlock(**init)
-        state = _random_state(reference, g, spread=2.0)
-        reference.load_state_dict(state)
-        student = TransformerBlock(**init)
-        what = f"TransformerBlock({', '.join(f'{k}={v}' for k, v in init.items())})"
-        _load(student, state, what)  # the student's own parts take the same weights by name
-        student = _with_reference_parts(student, init)
-        _load(student, state, what)
-        kind = (trial // 2) % 3
-        mask = [None, torch.ones(T, T, dtype=torch.bool).tril(), _mask((B, 1, T), g)][kind]
+        kind = (trial // 2) % 5
+        mask = [None, torch.ones(T, T, dtype=torch.bool).tril(), _mask((B, 1, T), g), _mask((B, T, T), g),
+                _mask((B, n_heads, T, T), g)][kind]
+        weights_seed = case_seed(g)
         x = 2 * torch.randn(B, T, init["d_model"], generator=g, dtype=torch.float64)
-        what += f" on x {tuple(x.shape)}, mask {None if mask is None else tuple(mask.shape)}"
+        what = f"case {trial + 1}: {described('TransformerBlock', init)} {STAND_INS}"
+        block = fresh_weights(seen, with_stand_ins(TransformerBlock(**init), init["d_model"], n_heads), what,
+                              weights_seed, spread=2.0)
+        what += f" on x {_shape(x)}, mask {_shape(mask)}"
         for device, dtype in grid():
-            s, e = student.to(device, dtype), reference.to(device, dtype)
-            xs = x.to(device, dtype)
-            m = None if mask is None else mask.to(device)
-            with torch.no_grad():
-                wanted = e(xs, m)
-            assert_matches(f"{what} ({device.type}, {dtype})", s(xs.clone(), None if m is None else m.clone()),
-                           wanted, dtype)
+            case = f"{what} ({device.type}, {dtype})"
+            out = block.to(device, dtype)(_on(x, device, dtype), _on(mask, device))
+            seen.close(case, _one_tensor(out, case), dtype)
+    return seen
+
+
+test_multi_head_attention = hidden_test(observe_multi_head_attention)
+test_layer_norm = hidden_test(observe_layer_norm)
+test_feed_forward = hidden_test(observe_feed_forward)
+test_transformer_block = hidden_test(observe_transformer_block)

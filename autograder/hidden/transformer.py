@@ -1,161 +1,198 @@
-"""Hidden tests for notebook 05: fresh configurations, the student's weights copied into the reference by name,
-outputs compared on every device and dtype; `generate` against the reference on a fresh reference model."""
+"""Hidden tests for notebook 05: fresh configurations whose parameters get fresh weights by name on each side (the names
+and shapes themselves are an observation), outputs on every device and dtype; `generate` on hand-made toy language
+models (one with dropout), its samples judged against the exact probabilities the grader computes itself."""
+from dataclasses import dataclass, field
+
 import torch
 
-from autograder.hidden.models import pair_probabilities, random_state
-from autograder.hidden.compare import HiddenTestFailed, assert_equal, assert_matches, generator, grid
-from autograder.reference import transformer as ref
+from autograder.hidden.attention_block import case_seed, described, fresh_weights
+from autograder.hidden.models import pair_probabilities
+from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, describe, generator, grid, hidden_test
+from autograder.reference.masking import causal_mask, padding_mask  # notebook 03: loaded in graded kernels already
 from course.checks.transformer import SAMPLING_TOLERANCE, _joint_frequencies, toy_model
 from course.device import available_devices
-
-
-def _copy_into_reference(student, reference, what: str, g) -> None:
-    """Random values into the student's parameters, then the same values into the reference, by name."""
-    state = random_state(reference, g)
-    own = dict(student.named_parameters())
-    if set(own) != set(state):
-        missing, extra = sorted(set(state) - set(own)), sorted(set(own) - set(state))
-        raise HiddenTestFailed(f"{what}: parameter names differ from the exercise's (missing {missing[:4]}, "
-                               f"unexpected {extra[:4]})")
-    with torch.no_grad():
-        for name, p in own.items():
-            if tuple(p.shape) != tuple(state[name].shape):
-                raise HiddenTestFailed(f"{what}: {name} has shape {tuple(p.shape)}, expected {tuple(state[name].shape)}")
-            p.copy_(state[name])
-    reference.load_state_dict({k: v.detach().clone() for k, v in student.state_dict().items() if k in state},
-                              strict=False)
 
 
 def _int(g, low, high) -> int:
     return int(torch.randint(low, high, (1,), generator=g))
 
 
-def test_decoder_only_transformer(DecoderOnlyTransformer, trials: int = 3, seed: int = 501) -> None:
+def _shape(tensor) -> str:
+    return "None" if tensor is None else str(tuple(tensor.shape))
+
+
+def _on(tensor, device, dtype=None):
+    """A copy on `device` (in `dtype`): a change in place by the code under test stays with this call."""
+    if tensor is None:
+        return None
+    return tensor.to(device, dtype, copy=True) if dtype is not None else tensor.to(device, copy=True)
+
+
+def observe_decoder_only_transformer(DecoderOnlyTransformer, trials: int = 3, seed: int = 501) -> Observations:
+    seen = Observations()
     g = generator(seed)
     for trial in range(trials):
         n_heads = _int(g, 1, 4)
         config = dict(vocab_size=_int(g, 2, 30), d_model=n_heads * _int(g, 2, 7), n_heads=n_heads, d_ff=_int(g, 4, 40),
                       n_layers=_int(g, 1, 4), max_len=_int(g, 2, 12), norm_first=trial % 2 == 0)
-        student, reference = DecoderOnlyTransformer(**config).double(), ref.DecoderOnlyTransformer(**config).double()
-        _copy_into_reference(student, reference, f"DecoderOnlyTransformer({config})", g)
+        weights_seed = case_seed(g)
         tokens = torch.randint(0, config["vocab_size"], (_int(g, 1, 4), _int(g, 1, config["max_len"] + 1)), generator=g)
+        what = f"case {trial + 1}: {described('DecoderOnlyTransformer', config)}"
+        model = fresh_weights(seen, DecoderOnlyTransformer(**config).double(), what, weights_seed)
         for device, dtype in grid():
-            s, r = student.to(device, dtype).eval(), reference.to(device, dtype).eval()
-            t = tokens.to(device)
-            assert_matches(f"logits of {config} for tokens {tuple(tokens.shape)} ({device.type}, {dtype})", s(t),
-                           r(t).detach(), dtype)
+            logits = model.to(device, dtype).eval()(_on(tokens, device))
+            seen.close(f"logits of {what} for tokens {_shape(tokens)} ({device.type}, {dtype})", logits, dtype)
+    return seen
 
 
-def test_decoder_block(DecoderBlock, trials: int = 4, seed: int = 502) -> None:
+def observe_decoder_block(DecoderBlock, trials: int = 4, seed: int = 502) -> Observations:
+    seen = Observations()
     g = generator(seed)
     for trial in range(trials):
         n_heads = _int(g, 1, 4)
         config = dict(d_model=n_heads * _int(g, 2, 7), n_heads=n_heads, d_ff=_int(g, 4, 40), norm_first=trial % 2 == 1)
-        student, reference = DecoderBlock(**config).double(), ref.DecoderBlock(**config).double()
-        _copy_into_reference(student, reference, f"DecoderBlock({config})", g)
+        weights_seed = case_seed(g)
         B, T, S = _int(g, 1, 4), _int(g, 1, 9), _int(g, 1, 9)
+        if trial < 2:
+            S = T  # as many memory positions as targets, in both norm orders: masks given to the wrong attention fit
         x = torch.randn(B, T, config["d_model"], generator=g, dtype=torch.float64)
         memory = torch.randn(B, S, config["d_model"], generator=g, dtype=torch.float64)
-        masks = [(None, None), (ref.causal_mask(T), ref.padding_mask(torch.randint(1, S + 1, (B,), generator=g), S)),
+        masks = [(None, None), (causal_mask(T), padding_mask(torch.randint(1, S + 1, (B,), generator=g), S)),
                  (torch.rand(B, T, T, generator=g) < 0.7, torch.rand(B, T, S, generator=g) < 0.7)]
+        what = f"case {trial + 1}: {described('DecoderBlock', config)}"
+        block = fresh_weights(seen, DecoderBlock(**config).double(), what, weights_seed)
         for self_mask, memory_mask in masks:
             for device, dtype in grid():
-                s, r = student.to(device, dtype), reference.to(device, dtype)
-                args = (x.to(device, dtype), memory.to(device, dtype),
-                        None if self_mask is None else self_mask.to(device),
-                        None if memory_mask is None else memory_mask.to(device))
-                what = (f"DecoderBlock({config}), x {tuple(x.shape)}, memory {tuple(memory.shape)}, masks "
-                        f"{None if self_mask is None else tuple(self_mask.shape)}/"
-                        f"{None if memory_mask is None else tuple(memory_mask.shape)} ({device.type}, {dtype})")
-                assert_matches(what, s(*args), r(*args).detach(), dtype)
+                out = block.to(device, dtype)(_on(x, device, dtype), _on(memory, device, dtype), _on(self_mask, device),
+                                              _on(memory_mask, device))
+                seen.close(f"{what}, x {_shape(x)}, memory {_shape(memory)}, masks {_shape(self_mask)}/"
+                           f"{_shape(memory_mask)} ({device.type}, {dtype})", out, dtype)
+    return seen
 
 
-def test_encoder_decoder_transformer(EncoderDecoderTransformer, trials: int = 3, seed: int = 503) -> None:
+def observe_encoder_decoder_transformer(EncoderDecoderTransformer, trials: int = 3, seed: int = 503) -> Observations:
+    seen = Observations()
     g = generator(seed)
     for trial in range(trials):
         n_heads = _int(g, 1, 4)
         config = dict(src_vocab_size=_int(g, 2, 30), tgt_vocab_size=_int(g, 2, 30), d_model=n_heads * _int(g, 2, 6),
                       n_heads=n_heads, d_ff=_int(g, 4, 30), n_encoder_layers=_int(g, 1, 3),
                       n_decoder_layers=_int(g, 1, 3), max_len=_int(g, 2, 11), norm_first=trial % 2 == 0)
-        student = EncoderDecoderTransformer(**config).double()
-        reference = ref.EncoderDecoderTransformer(**config).double()
-        _copy_into_reference(student, reference, f"EncoderDecoderTransformer({config})", g)
+        weights_seed = case_seed(g)
         B, S, T = _int(g, 1, 4), _int(g, 1, config["max_len"] + 1), _int(g, 1, config["max_len"] + 1)
         src = torch.randint(0, config["src_vocab_size"], (B, S), generator=g)
         tgt = torch.randint(0, config["tgt_vocab_size"], (B, T), generator=g)
+        what = f"case {trial + 1}: {described('EncoderDecoderTransformer', config)}"
+        model = fresh_weights(seen, EncoderDecoderTransformer(**config).double(), what, weights_seed)
         for lengths in (None, torch.randint(1, S + 1, (B,), generator=g)):
             for device, dtype in grid():
-                s, r = student.to(device, dtype).eval(), reference.to(device, dtype).eval()
-                src_lengths = None if lengths is None else lengths.to(device)
-                what = (f"EncoderDecoderTransformer({config}), src {tuple(src.shape)}, tgt {tuple(tgt.shape)}, "
-                        f"src_lengths {None if lengths is None else lengths.tolist()} ({device.type}, {dtype})")
-                assert_matches(what, s(src.to(device), tgt.to(device), src_lengths),
-                               r(src.to(device), tgt.to(device), src_lengths).detach(), dtype)
+                logits = model.to(device, dtype).eval()(_on(src, device), _on(tgt, device), _on(lengths, device))
+                seen.close(f"{what}, src {_shape(src)}, tgt {_shape(tgt)}, src_lengths "
+                           f"{None if lengths is None else lengths.tolist()} ({device.type}, {dtype})", logits, dtype)
+    return seen
 
 
-def _model(g, dropout=0.0):
-    config = dict(vocab_size=_int(g, 4, 9), d_model=8, n_heads=2, d_ff=16, n_layers=2, max_len=_int(g, 3, 7),
-                  dropout=dropout)
-    model = ref.DecoderOnlyTransformer(**config).double()
-    model.load_state_dict(random_state(model, g), strict=True)
-    with torch.no_grad():
-        model.lm_head.weight.mul_(4.0)  # sharper distributions: sampling and temperature show more clearly
-    return model, config
+# ---- generate ----
+
+@dataclass(frozen=True, eq=False)
+class FollowsDistribution(Rule):
+    """Sampled pair frequencies within `tolerance` of the exact `probabilities`. The rule that judges is the
+    reference's, made in the grader's process, so the probabilities are computed there, never in the student's
+    kernel; the reference's own (noisy) frequencies are not used."""
+    probabilities: torch.Tensor = field(repr=False)
+    tolerance: float = SAMPLING_TOLERANCE
+
+    def judge(self, what, student, reference):
+        actual = student.get("tensor") if isinstance(student, dict) else None
+        if not isinstance(actual, torch.Tensor) or tuple(actual.shape) != tuple(self.probabilities.shape):
+            return f"{what}: expected frequencies of shape {tuple(self.probabilities.shape)}, got {describe(student)}"
+        gap = (actual.double() - self.probabilities.double()).abs().max().item()
+        if not gap <= self.tolerance:  # NaN fails too
+            return f"{what}: the samples do not follow the model's distribution (largest gap {gap:.3f})"
+        return None
 
 
-def test_generate(generate, seed: int = 504) -> None:
+def _toy(g, vocab_size: int, max_len: int, follow: float) -> dict:
+    """The weights of a hand-made toy language model (course.checks.transformer.ToyLanguageModel): the next token
+    depends on the last one, on the first of the context window and on the window's length, so a context that is
+    cropped wrongly, or a token fed back other than the one drawn, changes the distribution."""
+    return {"follow": follow * torch.randn(vocab_size, vocab_size, generator=g, dtype=torch.float64),
+            "start": 0.5 * torch.randn(vocab_size, vocab_size, generator=g, dtype=torch.float64),
+            "position": 0.5 * torch.randn(4 * max_len + 8, vocab_size, generator=g, dtype=torch.float64),
+            "max_len": max_len}
+
+
+def _tokens(out, what: str) -> torch.Tensor:
+    if not isinstance(out, torch.Tensor) or out.dim() != 2:
+        raise HiddenTestFailed(f"{what}: expected a LongTensor (B, T0 + max_new_tokens), got {describe(out)}")
+    return out
+
+
+def _modes(seen: Observations, model, what: str, was_training: bool) -> None:
+    """What the toy model recorded of its calls during one generate, and the mode generate left it in."""
+    seen.claim(f"{what}: the model ran in training mode (dropout on); call model.eval() before generating",
+               not any(training for training, _ in model.calls))
+    seen.claim(f"{what}: the model ran with gradients on; wrap its calls in torch.no_grad()",
+               not any(grad for _, grad in model.calls))
+    seen.claim(f"{what}: generate left a model that was {'training' if was_training else 'in eval mode'} in "
+               f"{'eval' if was_training else 'training'} mode; put it back in the mode it was in",
+               model.training == was_training)
+
+
+def _sampled_pairs(seen: Observations, generate, model, fixture: dict, prompt, cases, seed: int) -> None:
+    V, T0 = fixture["follow"].shape[0], prompt.shape[1]
+    for temperature, top_k in cases:
+        model.eval()
+        probabilities = pair_probabilities(model, prompt, temperature, top_k if top_k and top_k < V else None)
+        what = (f"sampled pairs at temperature {temperature}, top_k={top_k} (a model of {V} tokens with max_len "
+                f"{fixture['max_len']}, a prompt of {T0} tokens, 20000 samples)")
+        out = _tokens(generate(model, prompt.expand(20000, -1).clone(), 2, temperature=temperature, top_k=top_k,
+                               generator=torch.Generator().manual_seed(seed)), what)
+        seen.judged_by(what, _joint_frequencies(out[:, -2:], V), FollowsDistribution(probabilities))
+
+
+def observe_generate(generate, seed: int = 504) -> Observations:
+    seen = Observations()
     g = generator(seed)
-    model, config = _model(g, dropout=0.3)
-    V, max_len = config["vocab_size"], config["max_len"]
-    # Greedy (and top_k=1) against the reference, prompts shorter and longer than max_len; the model starts in
-    # training mode with dropout, so a generate without eval() differs.
+    V, max_len = _int(g, 4, 9), _int(g, 3, 7)
+    fixture = _toy(g, V, max_len, follow=2.0)
+    # Greedy (and top_k=1), prompts shorter and longer than max_len; the model starts in training mode with
+    # dropout, so a generate without eval() differs.
     for T0, new in [(1, 4), (max_len - 1, 6), (max_len + 4, 3)]:
         prompt = torch.randint(0, V, (3, T0), generator=g)
         for device, dtype in grid():
-            m = model.to(device, dtype).train()
-            expected = ref.generate(m, prompt.to(device), new, temperature=0)
-            m.train()
-            assert_equal(f"greedy generate, prompt {tuple(prompt.shape)}, {new} new tokens ({device.type}, {dtype})",
-                         generate(m, prompt.to(device), new, temperature=0), expected)
-            if not m.training:
-                raise HiddenTestFailed("generate left a model that was training in eval mode")
-            assert_equal(f"generate with top_k=1, prompt {tuple(prompt.shape)} ({device.type}, {dtype})",
-                         generate(m, prompt.to(device), new, temperature=1.0, top_k=1,
-                                  generator=torch.Generator(device).manual_seed(3)), expected)
-    model = model.to("cpu", torch.float64).eval()
-    # Seeded determinism on every device.
+            model = toy_model(fixture, device, dtype, dropout=0.3).train()
+            what = f"greedy generate, prompt {_shape(prompt)}, {new} new tokens ({device.type}, {dtype})"
+            seen.exact(what, _tokens(generate(model, _on(prompt, device), new, temperature=0), what))
+            _modes(seen, model, what, was_training=True)
+            model.train()
+            what = f"generate with top_k=1, prompt {_shape(prompt)}, {new} new tokens ({device.type}, {dtype})"
+            seen.exact(what, _tokens(generate(model, _on(prompt, device), new, temperature=1.0, top_k=1,
+                                              generator=torch.Generator(device).manual_seed(3)), what))
+    # Seeded sampling on every device: reproducible, the prompt kept, the model left in eval mode.
     for device in available_devices():
-        m = model.to(device)
-        prompt = torch.randint(0, V, (4, 2), generator=g).to(device)
-        first, second = (generate(m, prompt, 2 * max_len, temperature=1.3, top_k=V - 1,
-                                  generator=torch.Generator(device).manual_seed(21)) for _ in range(2))
-        if not torch.equal(first, second):
-            raise HiddenTestFailed(f"seeded sampling on {device.type} is not reproducible")
-        if first.shape != (4, 2 + 2 * max_len) or not torch.equal(first[:, :2], prompt):
-            raise HiddenTestFailed("a sampled result has the wrong shape or does not start with the prompt")
-    model = model.to("cpu")
-    # The distribution of two sampled tokens against the exact probabilities.
+        model = toy_model(fixture, device).eval()
+        prompt = torch.randint(0, V, (4, 2), generator=g)
+        what = f"seeded sampling on {device.type}, prompt {_shape(prompt)}, {2 * max_len} new tokens"
+        first, second = (_tokens(generate(model, _on(prompt, device), 2 * max_len, temperature=1.3, top_k=V - 1,
+                                          generator=torch.Generator(device).manual_seed(21)), what) for _ in range(2))
+        seen.claim(f"{what}: two calls with generators seeded alike gave different tokens", torch.equal(first, second))
+        seen.exact(f"{what}: the shape of the result", tuple(first.shape), show=True)
+        seen.exact(f"{what}: the first {prompt.shape[1]} tokens of each row (the prompt)", first[:, :prompt.shape[1]])
+        _modes(seen, model, what, was_training=False)
+    # The distribution of two sampled tokens, judged against the exact probabilities.
+    model = toy_model(fixture)
     prompt = torch.randint(0, V, (1, max_len - 1), generator=g)
-    for temperature, top_k in [(1.0, None), (0.6, None), (1.8, 2), (0.9, V)]:
-        probabilities = pair_probabilities(model, prompt, temperature, top_k if top_k and top_k < V else None)
-        out = generate(model, prompt.expand(20000, -1).clone(), 2, temperature=temperature, top_k=top_k,
-                       generator=torch.Generator().manual_seed(8))
-        freq = _joint_frequencies(out[:, -2:], V)
-        if (freq - probabilities).abs().max() > SAMPLING_TOLERANCE:
-            raise HiddenTestFailed(f"sampled pairs at temperature {temperature}, top_k={top_k} do not follow the "
-                                   f"model's distribution (largest gap {(freq - probabilities).abs().max().item():.3f})")
-    # The same on a fresh toy model whose next token depends strongly on the last one, with a prompt longer
-    # than max_len: the token that was drawn must be the one fed back, through the crop.
-    V, max_len = 5, 4
-    toy = toy_model({"follow": 1.5 * torch.randn(V, V, generator=g, dtype=torch.float64),
-                     "start": 0.5 * torch.randn(V, V, generator=g, dtype=torch.float64),
-                     "position": 0.5 * torch.randn(4 * max_len, V, generator=g, dtype=torch.float64), "max_len": max_len})
-    prompt = torch.randint(0, V, (1, max_len + 2), generator=g)
-    for temperature, top_k in [(1.0, None), (0.7, 3)]:
-        probabilities = pair_probabilities(toy, prompt, temperature, top_k)
-        out = generate(toy, prompt.expand(20000, -1).clone(), 2, temperature=temperature, top_k=top_k,
-                       generator=torch.Generator().manual_seed(9))
-        gap = (_joint_frequencies(out[:, -2:], V) - probabilities).abs().max()
-        if gap > SAMPLING_TOLERANCE:
-            raise HiddenTestFailed(f"sampled pairs at temperature {temperature}, top_k={top_k} do not follow the "
-                                   f"model's distribution (largest gap {gap.item():.3f})")
+    _sampled_pairs(seen, generate, model, fixture, prompt, [(1.0, None), (0.6, None), (1.8, 2), (0.9, V)], seed=8)
+    # The same on a toy model whose next token depends strongly on the last one, with a prompt longer than max_len:
+    # the token that was drawn must be the one fed back, through the crop.
+    fixture = _toy(g, 5, 4, follow=1.5)
+    prompt = torch.randint(0, 5, (1, fixture["max_len"] + 2), generator=g)
+    _sampled_pairs(seen, generate, toy_model(fixture), fixture, prompt, [(1.0, None), (0.7, 3)], seed=9)
+    return seen
+
+
+test_decoder_only_transformer = hidden_test(observe_decoder_only_transformer)
+test_decoder_block = hidden_test(observe_decoder_block)
+test_encoder_decoder_transformer = hidden_test(observe_encoder_decoder_transformer)
+test_generate = hidden_test(observe_generate)
