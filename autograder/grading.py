@@ -9,6 +9,7 @@ gets a zero grade row and a readable reason, and no submission stops the others.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import warnings
@@ -22,11 +23,14 @@ from sqlalchemy.exc import SAWarning
 from tqdm import tqdm
 
 from autograder import preflight
+from autograder.guard.policy import policy_for
 from autograder.gradebook_merge import merge_submission, snapshot, worker_gradebook
 from autograder.ledger import Entry, Ledger, file_hash
 from autograder.nbgrader_run import NbgraderTimeout, nbgrader
 from autograder.paths import notebook_path
 from autograder.report import write_report
+from autograder.verify import verify
+from course.about import NOTEBOOKS
 
 
 # Wall-clock limit for grading one notebook of one student (each cell also has its own timeout in
@@ -100,8 +104,9 @@ class Job:
     sha256: str
     database: Path | None = None
     reason: str = ""  # why it could not be graded; "" when it was
-    notes: list[str] = field(default_factory=list)  # what preflight found (and repaired)
+    notes: list[str] = field(default_factory=list)  # what preflight and the grader's checks found
     seconds: float = 0.0
+    network: str = ""  # why student code could reach the network, if the machine did not let the sandbox cut it
 
     def summary(self, root: Path) -> str:
         """Everything the instructor should read about this submission, "" when nothing."""
@@ -116,23 +121,40 @@ class Limits:
     memory_mb: int = MEMORY_LIMIT_MB  # per process of one autograde (its kernel included), under autograder.sandbox
 
 
+def guard_policy(root: Path, job: Job, records: Path) -> dict:
+    """The guard for `job`'s kernel: the earlier notebooks' references are loaded for carry-over, its own never."""
+    earlier = [f"autograder.reference.{module}" for assignment, module in NOTEBOOKS.items() if assignment < job.assignment]
+    return policy_for(root.resolve(), Path(__file__).resolve().parent, job.assignment, job.student, records, earlier)
+
+
 def autograde_one(root: Path, job: Job, threads: int, quiet: bool, limits: Limits = Limits()) -> Job:
-    """Run nbgrader autograde for one (assignment, student) into `job.database`; record why it failed, if it did."""
+    """Run nbgrader autograde for one (assignment, student) into `job.database`, its kernel guarded, then judge
+    what its hidden tests recorded (autograder.verify); record why it failed, if it did."""
     started = time.perf_counter()
     extra = [] if limits.cell_seconds is None else [f"--Execute.timeout={limits.cell_seconds:g}"]
+    records = job.database.with_suffix(".records")
+    shutil.rmtree(records, ignore_errors=True)
+    records.mkdir(parents=True)
     try:
         result = nbgrader("autograde", job.assignment, f"--student={job.student}", "--force",
                           f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, root=root, check=False,
                           quiet=quiet, timeout=limits.notebook_seconds, threads=threads,
-                          sandbox_memory_mb=limits.memory_mb)
+                          sandbox_memory_mb=limits.memory_mb, guard=guard_policy(root, job, records))
         if result.returncode != 0:
             job.reason = "nbgrader could not grade it: " + _last_error_line(result.stderr)
-        leftover = [line for line in (result.stderr or "").splitlines() if line.startswith("sandbox: ended")]
-        if leftover:
-            job.notes.append(leftover[-1].removeprefix("sandbox: "))
+        sandbox = [line.removeprefix("sandbox: ") for line in (result.stderr or "").splitlines()
+                   if line.startswith("sandbox: ")]
+        job.notes += [line for line in sandbox if line.startswith("ended ")]
+        job.network = next((line for line in sandbox if line.startswith("the network")), "")
+        if not job.reason:
+            job.notes += verify(notebook_path(root / "autograded" / job.student, job.assignment), job.assignment,
+                                job.student, records, job.database)
     except NbgraderTimeout:
         job.reason = (f"grading stopped after {limits.notebook_seconds:g} s, the limit for a whole notebook (an "
                       "endless loop, or training far too long?): graded 0")
+    except Exception as exc:  # noqa: BLE001: a verdict the grader cannot reach must not count the kernel's word
+        job.reason = f"the grader could not verify it ({type(exc).__name__}: {exc}); grade it again"
+    shutil.rmtree(records, ignore_errors=True)
     job.seconds = time.perf_counter() - started
     return job
 
@@ -187,8 +209,12 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             for job in [j for j in todo if not j.reason]:
                 job.database = worker_gradebook(template, workspace, job.assignment, job.student)
                 running.append(pool.submit(autograde_one, root, job, threads, quiet, limits))
+            warned = False
             for future in as_completed(running):  # only this thread writes gradebook.db
                 job = future.result()
+                if job.network and not warned:
+                    tqdm.write(f"warning: {job.network}; the guard still refuses Python's sockets")
+                    warned = True
                 summary = job.summary(root)  # reads the autograded notebook once
                 if job.reason:
                     record_zero(gb, job.assignment, job.student, summary)
@@ -223,6 +249,7 @@ def outcomes(root: Path, jobs: list[Job], ledger: Ledger) -> list[Outcome]:
 
 
 def _last_error_line(stderr: str | None) -> str:
-    lines = [l for l in (stderr or "").splitlines() if l.strip()]
+    lines = [l.strip() for l in (stderr or "").splitlines() if l.strip()]
+    raised = [l for l in lines if re.match(r"^[\w.]+(Error|Exception): ", l)]  # the exception itself, if shown
     errors = [l for l in lines if "Error" in l or "error" in l]
-    return (errors or lines or ["no message"])[-1][-300:]
+    return (raised or errors or lines or ["no message"])[-1][-300:]

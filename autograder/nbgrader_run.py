@@ -5,6 +5,7 @@ must be on PATH even when Python was started by its full path.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,31 +19,42 @@ class NbgraderTimeout(RuntimeError):
     """An nbgrader command ran past its wall-clock limit and was stopped with its whole process group."""
 
 
-def environment(threads: int | None = None) -> dict[str, str]:
-    """This environment for nbgrader's processes; with `threads`, the kernels' math libraries use that many."""
+GUARD_SITE = Path(__file__).parent / "guard" / "site"  # its sitecustomize installs the guard in kernels
+
+
+def environment(threads: int | None = None, guard: dict | None = None) -> dict[str, str]:
+    """This environment for nbgrader's processes; with `threads`, the kernels' math libraries use that many;
+    with `guard` (see autograder.guard.policy), every kernel starts under that policy."""
     env = dict(os.environ)
     if threads is not None:
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
+    paths = [str(ROOT), env.get("PYTHONPATH", "")]
+    env.pop("COURSE_GRADING_GUARD", None)
+    if guard is not None:
+        paths.insert(0, str(GUARD_SITE))
+        env["COURSE_GRADING_GUARD"] = json.dumps(guard)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return env
 
 
 def nbgrader(*args: str, root: Path = ROOT, check: bool = True, quiet: bool = False,
-             timeout: float | None = None, threads: int | None = None,
-             sandbox_memory_mb: int | None = None) -> subprocess.CompletedProcess:
+             timeout: float | None = None, threads: int | None = None, sandbox_memory_mb: int | None = None,
+             guard: dict | None = None) -> subprocess.CompletedProcess:
     """`nbgrader <args> --CourseDirectory.root=<root>`, run from `root` so it reads its nbgrader_config.py.
 
     With `timeout`, the command and every process it started (kernels included) are killed once it
     runs longer, and `NbgraderTimeout` is raised. `threads` caps the math threads of its kernels (parallel jobs
     should not each take every core). With `sandbox_memory_mb`, it runs under `autograder.sandbox`: nothing it
-    starts outlives it, and each of its processes may allocate at most that much memory.
+    starts outlives it, each of its processes may allocate at most that much memory, and it has no network.
+    With `guard`, its kernels run under that policy (autograder.guard).
     """
     command = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
     if sandbox_memory_mb is not None:
-        command = [sys.executable, "-m", "autograder.sandbox", "--memory-mb", str(sandbox_memory_mb), "--", *command]
+        command = [sys.executable, "-m", "autograder.sandbox", "--memory-mb", str(sandbox_memory_mb), "--no-network",
+                   "--", *command]
     pipe = subprocess.PIPE if quiet else None
-    with subprocess.Popen(command, cwd=root, env=environment(threads), text=True, stdout=pipe, stderr=pipe,
+    with subprocess.Popen(command, cwd=root, env=environment(threads, guard), text=True, stdout=pipe, stderr=pipe,
                           start_new_session=True) as process:
         try:
             stdout, stderr = process.communicate(timeout=timeout)

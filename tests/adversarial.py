@@ -62,8 +62,8 @@ def system_exit(nb):
     _solution(nb).source += "\n\nraise SystemExit('done early')\n"
 
 
-def print_flood(nb):
-    _solution(nb).source += "\n\nfor i in range(300_000):\n    print('spam', i)\n"
+def print_flood(nb):  # 10^8 lines: stopped by the cell limit, its output cut by nbgrader's limit
+    _solution(nb).source += "\n\nfor i in range(10 ** 8):\n    print('spam', i)\n"
 
 
 def sleeps_past_the_notebook_limit(nb):  # each cell stays under the cell limit; the notebook does not
@@ -82,14 +82,92 @@ def starts_background_processes(nb):  # three detached sleepers (a bounded numbe
         "start_new_session=True)\n")
 
 
+def forks_natively_past_the_guard(nb):  # C-level fork and exec: no Python audit event sees them
+    _solution(nb).source += (
+        "\n\nimport ctypes, sys\n"
+        "libc = ctypes.CDLL(None)\n"
+        "for _ in range(3):\n"
+        "    if libc.fork() == 0:\n"
+        "        libc.setsid()\n"
+        f"        args = [sys.executable.encode(), b'-c', b'import time; time.sleep(600)', b'{MARKER}']\n"
+        "        libc.execv(args[0], (ctypes.c_char_p * 5)(*args, None))\n"
+        "        libc._exit(1)\n")
+
+
+def redefines_the_checks(nb):
+    _solution(nb).source += ("\n\ncheck_positional_encoding = lambda *args, **kwargs: None\n"
+                             "def check_token_and_position_embedding(*args, **kwargs):\n    pass\n")
+
+
+def patches_allclose(nb):
+    _solution(nb).source += "\n\ntorch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
+
+
+def patches_the_course_checks(nb):
+    _solution(nb).source += ("\n\nimport course.checks.compare\n"
+                             "course.checks.compare.is_close = lambda *a, **k: True\n")
+
+
+def rebinds_checks_dynamically(nb):  # and forges the record of a passed check
+    _solution(nb).source += (
+        "\n\nimport os\n"
+        "def forged(*args, **kwargs):\n"
+        "    with open(os.path.join(os.environ.get('COURSE_GRADING_RECORDS', '.'), 'checks.jsonl'), 'a') as log:\n"
+        "        log.write('{\"passed\": \"TokenAndPositionEmbedding\"}\\n')\n"
+        "globals()['check_token_and_position_embedding'] = forged\n")
+
+
+def calls_the_reference(nb):  # the module name built at run time, so only the guard can see it
+    cell = nb.cells[_index(nb, "token_and_position_embedding")]
+    cell.source = (
+        "import importlib\n\n"
+        "class TokenAndPositionEmbedding(nn.Module):\n"
+        "    def __init__(self, vocab_size, d_model, max_len):\n"
+        "        super().__init__()\n"
+        "        answer = importlib.import_module('autograder.' + 'reference.positional_encoding')\n"
+        "        self.inner = answer.TokenAndPositionEmbedding(vocab_size, d_model, max_len)\n"
+        "        self.embed = self.inner.embed\n\n"
+        "    def forward(self, tokens):\n"
+        "        return self.inner(tokens)\n")
+
+
+def reads_the_gradebook(nb):
+    _solution(nb).source += (
+        "\n\ntry:\n"
+        "    print(open('../../../gradebook.db', 'rb').read()[:100])\n"
+        "except OSError as error:\n"
+        "    print('no luck:', error)\n")
+
+
+def writes_into_another_students_folder(nb):
+    _solution(nb).source += (
+        "\n\nimport glob\n"
+        "for path in glob.glob('../../../submitted/honest_*/*/*.ipynb') + ['../../honest_perfect/x.txt']:\n"
+        "    try:\n"
+        "        open(path, 'w').write('{}')\n"
+        "    except OSError as error:\n"
+        "        print('no luck:', error)\n")
+
+
+def uses_the_network(nb):
+    _solution(nb).source += (
+        "\n\nimport urllib.request\n"
+        "try:\n"
+        "    urllib.request.urlopen('http://example.com', timeout=5)\n"
+        "except OSError as error:\n"
+        "    print('no luck:', error)\n")
+
+
 def memory_bomb(nb):  # allocates until it is refused
     _solution(nb).source += "\n\nhoard = []\nwhile True:\n    hoard.append(bytearray(256 * 1024 ** 2))\n"
 
 
 ATTACKS = {f.__name__: f for f in [
-    starts_background_processes, memory_bomb, deleted_test_cell, duplicated_test_cell, retyped_test_cell,
-    relabelled_test_cell, points_changed_to_100, test_source_replaced, endless_loop, kernel_exits, system_exit,
-    print_flood, sleeps_past_the_notebook_limit,
+    starts_background_processes, forks_natively_past_the_guard, memory_bomb, deleted_test_cell, duplicated_test_cell,
+    retyped_test_cell, relabelled_test_cell, points_changed_to_100, test_source_replaced, endless_loop, kernel_exits,
+    system_exit, print_flood, sleeps_past_the_notebook_limit, redefines_the_checks, patches_allclose,
+    patches_the_course_checks, rebinds_checks_dynamically, calls_the_reference, reads_the_gradebook,
+    writes_into_another_students_folder, uses_the_network,
 ]}
 STRUCTURE = {"deleted_test_cell", "duplicated_test_cell", "retyped_test_cell", "relabelled_test_cell",
              "points_changed_to_100", "test_source_replaced"}  # repaired or restored: the honest partial score

@@ -2,16 +2,27 @@
 grade and a reason, the honest ones keep their exact scores, and the run stays within its time bound."""
 import shutil
 import time
+from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grading import GRADING_DIR
+from autograder.nbgrader_run import nbgrader
 from tests import adversarial
 from tests.conftest import run_autograder
 
 CELL_SECONDS, NOTEBOOK_SECONDS = 15, 30  # low limits so the endless attacks end quickly
+
+
+class Graded(NamedTuple):
+    root: Path
+    scores: dict  # student -> (score, max score)
+    reasons: dict  # student -> what the grade command printed for the instructor
+    seconds: float
+    count: int
 
 
 @pytest.fixture(scope="module")
@@ -33,18 +44,18 @@ def attacked(demo_class, tmp_path_factory):
         for s in students:
             if line.startswith(f"  {s} / {adversarial.ASSIGNMENT}: "):
                 reasons[s] = line.split(": ", 1)[1]
-    return scores, reasons, seconds, len(students)
+    return Graded(root, scores, reasons, seconds, len(students))
 
 
 def test_honest_students_keep_their_exact_scores(attacked):
-    scores, _, _, _ = attacked
+    scores = attacked.scores
     assert scores["honest_perfect"] == (6, 6)
     assert scores["honest_partial"] == (3, 6)
 
 
 @pytest.mark.parametrize("attack", sorted(adversarial.ATTACKS) + ["renamed_notebook", "invalid_json"])
 def test_no_attack_earns_a_point_and_each_has_a_reason(attacked, attack):
-    scores, reasons, _, _ = attacked
+    scores, reasons = attacked.scores, attacked.reasons
     score, top = scores[attack]
     assert top == 6, f"{attack} changed the points available: {top}"
     assert score <= 3, f"{attack} earned {score} points; the same code honestly earns 3"
@@ -54,7 +65,7 @@ def test_no_attack_earns_a_point_and_each_has_a_reason(attacked, attack):
 
 
 def test_reasons_say_what_happened(attacked):
-    _, reasons, _, _ = attacked
+    reasons = attacked.reasons
     assert "handed in as my homework (final).ipynb" in reasons["renamed_notebook"]
     assert "appears 2 times" in reasons["duplicated_test_cell"]
     assert "was turned into markdown; restored" in reasons["retyped_test_cell"]
@@ -64,7 +75,40 @@ def test_reasons_say_what_happened(attacked):
     assert "is not valid JSON" in reasons["invalid_json"]
     assert f"after {NOTEBOOK_SECONDS} s" in reasons["sleeps_past_the_notebook_limit"]
     assert "MemoryError" in reasons["memory_bomb"]
-    assert "ended 3 process(es) the graded notebook left running" in reasons["starts_background_processes"]
+    assert "tried to start other processes" in reasons["starts_background_processes"]
+    assert "ended 3 process(es) the graded notebook left running" in reasons["forks_natively_past_the_guard"]
+    assert "reassigns `torch.allclose`" in reasons["patches_allclose"]
+    assert "reassigns `course.checks.compare.is_close`" in reasons["patches_the_course_checks"]
+    assert "`check_positional_encoding`, which a check cell calls" in reasons["redefines_the_checks"]
+    assert "cannot follow (`globals`)" in reasons["rebinds_checks_dynamically"]
+    assert "tried to read the grader's files" in reasons["calls_the_reference"]
+    assert "tried to read the grader's files" in reasons["reads_the_gradebook"]
+    assert "gradebook.db" in reasons["reads_the_gradebook"]
+    assert "tried to write outside its own folder" in reasons["writes_into_another_students_folder"]
+    assert "tried to use the network" in reasons["uses_the_network"]
+
+
+def test_tampering_costs_the_checks_after_it_and_gains_no_hidden_point(attacked):
+    """The honest partial earns check 1 + hidden 2; tampering voids the visible checks after it, and the hidden
+    tests, judged in the grader's process, give exactly what the code earns: the wrong exercise still fails."""
+    scores = attacked.scores
+    for attack in ("redefines_the_checks", "patches_allclose", "patches_the_course_checks",
+                   "rebinds_checks_dynamically"):
+        assert scores[attack] == (2, 6), f"{attack}: {scores[attack]}"
+
+
+def test_the_attacks_earn_points_where_nothing_guards(attacked, tmp_path):
+    """The control: graded by plain `nbgrader autograde`, with tests and student code in one unguarded kernel, the
+    same submissions earn points they did not: what stops them above is the guard and the grader's own verdict."""
+    root = tmp_path / "course"
+    shutil.copytree(attacked.root, root, ignore=shutil.ignore_patterns("autograded", "feedback",
+                                                                                  GRADING_DIR))
+    unfair = ("patches_allclose", "redefines_the_checks", "calls_the_reference")
+    for student in unfair:
+        nbgrader("autograde", adversarial.ASSIGNMENT, f"--student={student}", "--force", root=root, quiet=True)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        earned = {s: gb.find_submission(adversarial.ASSIGNMENT, s).code_score for s in unfair}
+    assert all(score > 3 for score in earned.values()), earned
 
 
 def test_nothing_a_notebook_started_outlives_its_grading(attacked):
@@ -74,6 +118,6 @@ def test_nothing_a_notebook_started_outlives_its_grading(attacked):
 
 
 def test_the_run_ends_within_its_bound(attacked):
-    _, _, seconds, count = attacked
+    seconds, count = attacked.seconds, attacked.count
     # Two jobs at a time, each notebook under NOTEBOOK_SECONDS plus nbgrader's start, then feedback and export.
     assert seconds < count / 2 * (NOTEBOOK_SECONDS + 30) + 120

@@ -1,8 +1,11 @@
 """How a visible check talks to the student: one line per passed step, a short clear failure."""
 from __future__ import annotations
 
+import json
 import os
 from typing import Callable
+
+RECORDS_VARIABLE = "COURSE_GRADING_RECORDS"  # set only in a kernel graded by `python -m autograder grade`
 
 
 class CheckFailed(AssertionError):
@@ -48,6 +51,16 @@ def run_steps(title: str, steps: list[tuple[str, Callable[[], None]]], done: str
         print(f"✔ {title}: {label}")
     if done:
         print(f"🎉 {title}: {done}")
+        _record_passed(title)
+
+
+def _record_passed(title: str) -> None:
+    """Tell the grader this check ran as written and passed: a check cell whose function was replaced or skipped
+    earns nothing."""
+    folder = os.environ.get(RECORDS_VARIABLE)
+    if folder:
+        with open(os.path.join(folder, "checks.jsonl"), "a", encoding="utf-8") as log:
+            log.write(json.dumps({"passed": title}) + "\n")
 
 
 

@@ -1,0 +1,159 @@
+"""The grader's own verdict on a notebook nbgrader has just autograded under the guard.
+
+In a guarded kernel the hidden-test cells only record what they observe of the student's code, and each
+visible check records that it ran and passed. Here, in the grader's process, where student code never runs:
+- each hidden test's recording is judged against the reference's observation (`autograder.hidden.observe`);
+  a test that recorded nothing earns nothing;
+- a check cell earns its point only if its check recorded a pass and no cell before it tampers with what the
+  check relies on (`autograder.tamper_scan`);
+- what the guard blocked, and code the grader cannot follow, are listed for the instructor.
+Scores are corrected in the job's private gradebook before it is merged, and each hidden-test cell of the
+autograded notebook shows the verdict, so the feedback tells the student what failed.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import warnings
+from pathlib import Path
+
+import nbformat
+import torch
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder import tamper_scan
+from autograder.hidden.observe import HiddenTestFailed, compare, reference_objects
+from course.about import NOTEBOOKS
+
+_reference_cache: dict[tuple[str, str], object] = {}
+_cache_lock = threading.Lock()
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def reference_observation(test):
+    """What the hidden test `test` observes of the reference: computed once per process (it is the same for
+    every student), in the grader's process only."""
+    observe = test.observe
+    key = (observe.__module__, observe.__name__)
+    with _cache_lock:
+        if key not in _reference_cache:
+            _reference_cache[key] = observe(*reference_objects(observe, **getattr(test, "reference_names", {})))
+        return _reference_cache[key]
+
+
+def hidden_verdict(test, records: Path) -> str | None:
+    """None when the recording of `test` in `records` matches the reference; otherwise why not."""
+    exercise = test.observe.__name__.removeprefix("observe_")
+    path = records / f"{exercise}.pt"
+    if not path.exists():
+        return "the hidden test recorded nothing: its cell did not run as written"
+    try:
+        recorded = torch.load(path, weights_only=True)
+    except Exception as exc:  # noqa: BLE001: anything unreadable earns nothing
+        return f"the hidden test's recording could not be read ({type(exc).__name__})"
+    if not isinstance(recorded, dict):
+        return "the hidden test's recording is not what the test writes"
+    try:
+        compare(recorded, reference_observation(test))
+    except HiddenTestFailed as failure:
+        return str(failure)
+    return None
+
+
+def _passed_checks(records: Path) -> set[str]:
+    passed = set()
+    path = records / "checks.jsonl"
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if path.exists() else []:
+        try:
+            passed.add(f"check_{_snake(json.loads(line)['passed'])}")
+        except (ValueError, KeyError, TypeError):
+            continue
+    return passed
+
+
+def _blocked(records: Path) -> list[str]:
+    path = records / "violations.jsonl"
+    seen = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if path.exists() else []:
+        try:
+            entry = json.loads(line)
+            where = f" in cell [{entry['cell']}]" if entry.get("cell") else ""
+            seen.setdefault(entry["what"], f"blocked: it tried to {entry['what']}{where} ({entry['detail']})")
+        except (ValueError, KeyError, TypeError):
+            seen.setdefault("?", "blocked: something the guard refused (its log was tampered with)")
+    return list(seen.values())
+
+
+def _errored(cell) -> bool:
+    return any(output.get("output_type") == "error" for output in cell.get("outputs", []))
+
+
+def _show(cell, message: str | None, passed_text: str) -> None:
+    """Replace the recording notice in `cell`'s outputs with the grader's verdict."""
+    cell.outputs = [o for o in cell.get("outputs", [])
+                    if not (o.get("output_type") == "stream" and "Recorded for the grader" in o.get("text", ""))]
+    if message is None:
+        cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=passed_text + "\n"))
+    else:
+        cell.outputs.append(nbformat.v4.new_output("error", ename="HiddenTestFailed", evalue=message,
+                                                   traceback=[f"HiddenTestFailed: {message}"]))
+
+
+def verify(autograded: Path, assignment: str, student: str, records: Path, database: Path) -> list[str]:
+    """Judge the autograded notebook at `autograded` with its `records`; correct the scores of `student` in the
+    gradebook at `database`; return what the instructor should read (empty when nothing)."""
+    notebook = nbformat.read(autograded, as_version=4)
+    hidden = __import__(f"autograder.hidden.{NOTEBOOKS[assignment]}", fromlist=["_"])
+    findings = tamper_scan.scan(notebook)
+    tampered = tamper_scan.affected_checks(notebook, findings)
+    passed = _passed_checks(records)
+    zero: dict[str, str] = {}
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        grade_id = meta.get("grade_id", "")
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution") or _errored(cell):
+            continue
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            test = getattr(hidden, f"test_{grade_id.removeprefix('hidden_')}", None)
+            message = hidden_verdict(test, records) if test is not None else None
+            _show(cell, message, "✔ Hidden tests passed: the grader compared your outputs with the reference.")
+            if message:
+                zero[grade_id] = message
+        elif grade_id in tampered:
+            message = f"not counted: {tampered[grade_id].text()}, which a check relies on"
+            _show(cell, message, "")
+            zero[grade_id] = message
+        elif grade_id.startswith("check_") and grade_id not in passed:
+            message = f"not counted: `{grade_id}` did not run as written (was it replaced or skipped?)"
+            _show(cell, message, "")
+            zero[grade_id] = message
+    nbformat.write(notebook, autograded)
+    _correct_scores(database, assignment, student, notebook_name=autograded.stem, zero=zero)
+    costly = {finding.text(): finding for finding in tampered.values()}
+    notes = [f"tampering: {text} (the checks after it earn nothing)" for text in costly]
+    notes += [f"not counted: {grade_id}: {message}" for grade_id, message in zero.items()
+              if not grade_id.startswith("hidden_") and grade_id not in tampered]
+    notes += [f"{grade_id}: {message}" for grade_id, message in zero.items()
+              if grade_id.startswith("hidden_") and "recorded nothing" in message or "recording" in message]
+    notes += _blocked(records)
+    notes += [f"look at: {finding.text()}" for finding in findings if not finding.costs_points()]
+    return notes
+
+
+def _correct_scores(database: Path, assignment: str, student: str, notebook_name: str, zero: dict[str, str]) -> None:
+    if not zero:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Gradebook(f"sqlite:///{database}") as gb:
+            for grade_id in zero:
+                try:
+                    grade = gb.find_grade(grade_id, notebook_name, assignment, student)
+                except MissingEntry:
+                    continue
+                grade.auto_score = 0
+            gb.db.commit()

@@ -1,0 +1,108 @@
+"""The guard of a graded kernel refuses what the policy forbids, logs it, and lets the rest through."""
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograder.guard.policy import allowed, policy_for
+
+PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
+
+PROBE = textwrap.dedent("""
+    import json, os, socket, subprocess, sys
+    from pathlib import Path
+    from IPython.core.interactiveshell import InteractiveShell
+    from autograder.guard.policy import install
+    policy, course = json.loads(sys.argv[1]), Path(sys.argv[2])
+    install(policy)
+    InteractiveShell.instance()  # a shell exists: cells may run from now on, so the guard is on
+    own = course / "autograded" / "alice" / "01_positional_encoding"
+
+    def source_of_the_earlier_reference():
+        import inspect
+        try:
+            return inspect.getsource(sys.modules["autograder.reference.attention"])
+        except OSError as refused:  # inspect says "could not get source code" when the guard refused the file
+            raise PermissionError(refused) from None
+    attempts = {
+        "write in its own folder": lambda: open(own / "model.pt", "w").write("x"),
+        "read the gradebook": lambda: open(course / "gradebook.db").read(),
+        "read another student's work": lambda: open(course / "submitted" / "bob" / "nb.ipynb").read(),
+        "list the submissions": lambda: os.listdir(course / "submitted"),
+        "write into another student's folder": lambda: open(course / "autograded" / "bob" / "x", "w"),
+        "import this notebook's reference": lambda: __import__("autograder.reference.positional_encoding"),
+        "import the hidden tests": lambda: __import__("autograder.hidden.positional_encoding"),
+        "use the preloaded earlier reference": lambda: sys.modules["autograder.reference.attention"].attention,
+        "read the earlier reference's source": source_of_the_earlier_reference,
+        "open a socket to the internet": lambda: socket.create_connection(("192.0.2.1", 80), timeout=1),
+        "resolve a host name": lambda: socket.getaddrinfo("pypi.org", 443),
+        "start a process": lambda: subprocess.run(["true"]),
+        "write into the Python environment": lambda: open(Path(sys.prefix) / "planted.pth", "w"),
+        "write a start-up file for later kernels": lambda: open(Path.home() / ".ipython" / "x.py", "w"),
+        "write a temporary file": lambda: open(Path(os.environ["PROBE_TMP"]) / "t.txt", "w").write("ok"),
+    }
+    verdicts = {}
+    for name, attempt in attempts.items():
+        try:
+            attempt()
+            verdicts[name] = "allowed"
+        except PermissionError:
+            verdicts[name] = "blocked"
+        except OSError as other:  # e.g. a file that does not exist: the guard let it through
+            verdicts[name] = "allowed"
+    print(json.dumps(verdicts))
+""")
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    course = tmp_path_factory.mktemp("guarded") / "course"
+    for folder in ("autograded/alice/01_positional_encoding", "autograded/bob", "submitted/bob", "submitted/alice"):
+        (course / folder).mkdir(parents=True)
+    (course / "gradebook.db").write_text("grades")
+    (course / "submitted" / "bob" / "nb.ipynb").write_text("{}")
+    records = course / "grading" / "jobs" / "records"
+    records.mkdir(parents=True)
+    policy = policy_for(course.resolve(), PACKAGE, "01_positional_encoding", "alice", records.resolve(),
+                        ["autograder.reference.attention"])
+    tmp = tmp_path_factory.mktemp("scratch")
+    result = subprocess.run([sys.executable, "-c", PROBE, json.dumps(policy), str(course.resolve())],
+                            capture_output=True, text=True, timeout=300, cwd=PACKAGE.parent,
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home()), "PROBE_TMP": str(tmp),
+                                 "PYTHONPATH": str(PACKAGE.parent), "TMPDIR": str(tmp)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = [json.loads(line) for line in (records / "violations.jsonl").read_text().splitlines()]
+    return json.loads(result.stdout.splitlines()[-1]), log
+
+
+ALLOWED = {"write in its own folder", "import the hidden tests", "use the preloaded earlier reference",
+           "write a temporary file"}
+
+
+def test_the_guard_blocks_what_the_policy_forbids_and_nothing_else(verdicts):
+    seen, _ = verdicts
+    wrong = {name: verdict for name, verdict in seen.items() if (verdict == "allowed") != (name in ALLOWED)}
+    assert not wrong, wrong
+
+
+def test_every_blocked_attempt_is_logged_for_the_report(verdicts):
+    seen, log = verdicts
+    blocked = sum(1 for verdict in seen.values() if verdict == "blocked")
+    assert len(log) >= blocked
+    assert {entry["what"] for entry in log} == {"read the grader's files or other students' work",
+                                                "write outside its own folder", "use the network",
+                                                "start other processes"}
+    assert any("gradebook.db" in entry["detail"] for entry in log)
+
+
+@pytest.mark.parametrize("path, verdict", [
+    ("/course/submitted/bob/x", False), ("/course/submitted/alice/x", True), ("/course/submittedX", True),
+    ("/course/autograder/hidden/a.py", True), ("/course/autograder/reference/a.py", False), ("/elsewhere", True),
+])
+def test_the_longest_matching_prefix_decides(path, verdict):
+    rules = [["/course/submitted", False], ["/course/submitted/alice", True], ["/course/autograder", False],
+             ["/course/autograder/hidden", True]]
+    assert allowed(path, rules) is verdict

@@ -1,0 +1,73 @@
+"""The scan of a submission's own cells finds code that tampers with the checks, and stays quiet on honest code."""
+import copy
+
+import nbformat
+import pytest
+
+from autograder import tamper_scan
+from autograder.paths import ROOT, notebook_path
+from course.about import NOTEBOOKS
+
+ASSIGNMENT = "01_positional_encoding"
+
+
+def _with(extra: str) -> nbformat.NotebookNode:
+    """The source notebook 01 with `extra` appended to the student's solution cell of positional_encoding."""
+    notebook = copy.deepcopy(nbformat.read(notebook_path(ROOT / "source", ASSIGNMENT), as_version=4))
+    cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "positional_encoding")
+    cell.source += "\n\n" + extra
+    return notebook
+
+
+@pytest.mark.parametrize("assignment", list(NOTEBOOKS))
+@pytest.mark.parametrize("folder", ["source", "release"])
+def test_the_course_itself_is_clean(folder, assignment):
+    findings = tamper_scan.read(notebook_path(ROOT / folder, assignment))
+    assert not findings, [f.text() for f in findings]
+
+
+@pytest.mark.parametrize("code, kind, affected", [
+    ("torch.allclose = lambda *a, **k: True", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("import torch as T\nT.Tensor.__eq__ = None", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("setattr(torch, 'allclose', None)", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("import numpy as np\nnp.testing.assert_allclose = print", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("import builtins\nbuiltins.isinstance = lambda *a: True", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("__builtins__.len = None", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("import course.checks.report\ncourse.checks.report.fail = print", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("check_positional_encoding = lambda f: None", "rebinds", {"check_positional_encoding"}),
+    ("def check_token_and_position_embedding(x):\n    pass", "rebinds", {"check_token_and_position_embedding"}),
+    ("from course.checks.report import fail as check_positional_encoding", "rebinds", {"check_positional_encoding"}),
+    ("def f():\n    global check_positional_encoding\n    check_positional_encoding = print", "rebinds", {"check_positional_encoding"}),
+    ("for check_positional_encoding in [print]:\n    pass", "rebinds", {"check_positional_encoding"}),
+    ("import autograder.reference.positional_encoding", "imports the grader", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("globals()['check_positional_encoding'] = print", "dynamic", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("exec('x = 1')", "dynamic", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("import importlib\nimportlib.import_module('torch')", "dynamic", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("import os\nos._exit(0)", "exits", set()),
+    ("raise SystemExit", "exits", set()),
+])
+def test_tampering_is_found_and_costs_the_checks_after_it(code, kind, affected):
+    notebook = _with(code)
+    findings = tamper_scan.scan(notebook)
+    assert [f.kind for f in findings] == [kind], [f.text() for f in findings]
+    assert set(tamper_scan.affected_checks(notebook, findings)) == affected
+
+
+@pytest.mark.parametrize("code", [
+    "import torch\nfrom torch import nn\nimport math",
+    "torch.backends.cudnn.benchmark = True",
+    "model = nn.Linear(2, 2)\nmodel.eval()\nmodel.weight.data.zero_()",
+    "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        setattr(self, 'w', nn.Parameter(torch.ones(1)))",
+    "def helper():\n    check_positional_encoding = 3  # a local name\n    return check_positional_encoding",
+    "from course.checks import check_positional_encoding",
+    "%matplotlib inline\nx = 1",
+    "def f(:",  # does not parse: nothing to read
+])
+def test_honest_code_is_not_flagged(code):
+    assert not tamper_scan.scan(_with(code))
+
+
+def test_hidden_tests_are_never_among_the_affected_cells():
+    notebook = _with("torch.allclose = lambda *a, **k: True")
+    assert not any(grade_id.startswith("hidden_")
+                   for grade_id in tamper_scan.affected_checks(notebook, tamper_scan.scan(notebook)))

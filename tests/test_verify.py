@@ -1,0 +1,52 @@
+"""The grader judges what a graded kernel recorded against the reference, and trusts nothing else it finds there."""
+import collections
+
+import torch
+
+from autograder.hidden import positional_encoding as hidden
+from autograder.hidden.observe import record
+from autograder.mistakes import for_exercise
+from autograder.reference import positional_encoding as reference
+from autograder.verify import hidden_verdict
+
+TEST = hidden.test_positional_encoding
+
+
+def test_the_reference_recorded_passes(tmp_path):
+    record(tmp_path, "positional_encoding", hidden.observe_positional_encoding(reference.positional_encoding))
+    assert hidden_verdict(TEST, tmp_path) is None
+
+
+def test_every_known_mistake_recorded_fails(tmp_path):
+    for known in for_exercise("positional_encoding"):
+        record(tmp_path, "positional_encoding", hidden.observe_positional_encoding(known.impl))
+        assert hidden_verdict(TEST, tmp_path), f"{known.id} passed"
+
+
+def test_nothing_recorded_earns_nothing(tmp_path):
+    assert "recorded nothing" in hidden_verdict(TEST, tmp_path)
+
+
+def test_a_recording_missing_a_case_fails(tmp_path):
+    values = hidden.observe_positional_encoding(reference.positional_encoding).values()
+    values.pop(next(iter(values)))
+    torch.save(values, tmp_path / "positional_encoding.pt")
+    assert "was not observed" in hidden_verdict(TEST, tmp_path)
+
+
+class Planted:
+    def __reduce__(self):  # would run code if the grader unpickled it
+        return (print, ("the grader ran code from a recording",))
+
+
+def test_a_recording_with_an_object_of_the_students_is_never_unpickled(tmp_path, capsys):
+    torch.save({"anything": Planted()}, tmp_path / "positional_encoding.pt")
+    assert "could not be read" in hidden_verdict(TEST, tmp_path)
+    assert "ran code" not in capsys.readouterr().out
+
+
+def test_a_recording_of_the_wrong_shape_of_data_fails(tmp_path):
+    torch.save(collections.OrderedDict(a=1), tmp_path / "positional_encoding.pt")
+    assert hidden_verdict(TEST, tmp_path)
+    torch.save([1, 2], tmp_path / "positional_encoding.pt")
+    assert "not what the test writes" in hidden_verdict(TEST, tmp_path)
