@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import warnings
 from pathlib import Path
 
@@ -23,26 +22,12 @@ import torch
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import tamper_scan
-from autograder.hidden.observe import HiddenTestFailed, compare, reference_objects
+from autograder.hidden.observe import HiddenTestFailed, compare, reference_observation
 from course.about import NOTEBOOKS
-
-_reference_cache: dict[tuple[str, str], object] = {}
-_cache_lock = threading.Lock()
 
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-def reference_observation(test):
-    """What the hidden test `test` observes of the reference: computed once per process (it is the same for
-    every student), in the grader's process only."""
-    observe = test.observe
-    key = (observe.__module__, observe.__name__)
-    with _cache_lock:
-        if key not in _reference_cache:
-            _reference_cache[key] = observe(*reference_objects(observe, **getattr(test, "reference_names", {})))
-        return _reference_cache[key]
 
 
 def hidden_verdict(test, records: Path) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,12 +42,12 @@ class Rule:
         raise NotImplementedError
 
 
-def _tensor(value) -> torch.Tensor | None:
+def tensor_of(value) -> torch.Tensor | None:
     return value["tensor"] if isinstance(value, dict) and "tensor" in value and "device" in value else None
 
 
 def _shape_dtype_device(what: str, student, reference) -> str | None:
-    actual, expected = _tensor(student), _tensor(reference)
+    actual, expected = tensor_of(student), tensor_of(reference)
     if actual is None:
         return f"{what}: expected a tensor, got {describe(student)}"
     if tuple(actual.shape) != tuple(expected.shape):
@@ -67,7 +68,7 @@ class Close(Rule):
         found = _shape_dtype_device(what, student, reference)
         if found:
             return found
-        if not is_close(_tensor(student), _tensor(reference), getattr(torch, self.dtype.removeprefix("torch."))):
+        if not is_close(tensor_of(student), tensor_of(reference), getattr(torch, self.dtype.removeprefix("torch."))):
             return f"{what}: values differ from the reference"
         return None
 
@@ -79,8 +80,8 @@ class Exact(Rule):
     show: bool = False
 
     def judge(self, what, student, reference):
-        if _tensor(reference) is not None:
-            if _shape_dtype_device(what, student, reference) or not torch.equal(_tensor(student), _tensor(reference)):
+        if tensor_of(reference) is not None:
+            if _shape_dtype_device(what, student, reference) or not torch.equal(tensor_of(student), tensor_of(reference)):
                 return f"{what}: differs from the reference (shape, dtype, device or values)"
             return None
         if student == reference:
@@ -94,7 +95,7 @@ class Near(Rule):
     tolerance: float
 
     def judge(self, what, student, reference):
-        actual, expected = _tensor(student), _tensor(reference)
+        actual, expected = tensor_of(student), tensor_of(reference)
         if actual is None or tuple(actual.shape) != tuple(expected.shape):
             return f"{what}: expected a tensor of shape {tuple(expected.shape)}, got {describe(student)}"
         gap = (actual.double() - expected.double()).abs().max().item() if actual.numel() else 0.0
@@ -236,12 +237,28 @@ def hidden_test(observe: Callable, **reference_names: str) -> Callable:
             record(folder, exercise, seen)
             print("Recorded for the grader, which compares it with the reference.")
             return
-        compare(seen.values(), observe(*reference_objects(observe, **reference_names)))
+        compare(seen.values(), reference_observation(test))
 
     test.__name__ = f"test_{exercise}"
     test.__doc__ = observe.__doc__
     test.observe = observe
+    test.reference_names = reference_names
     return test
+
+
+_reference_observations: dict[tuple[str, str], Observations] = {}
+_reference_lock = threading.Lock()
+
+
+def reference_observation(test) -> Observations:
+    """What hidden test `test` observes of the reference: the same every time (fixed seeds), so it is computed once
+    per process. Never called in a graded kernel, where the reference cannot be loaded."""
+    observe = test.observe
+    key = (observe.__module__, observe.__name__)
+    with _reference_lock:
+        if key not in _reference_observations:
+            _reference_observations[key] = observe(*reference_objects(observe, **test.reference_names))
+        return _reference_observations[key]
 
 
 def reference_objects(observe: Callable, **reference_names: str) -> list:

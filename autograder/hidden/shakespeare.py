@@ -1,15 +1,24 @@
 """Hidden tests for notebook 07: `tokenize` on fresh texts and on the whole corpus; `Vocab` on fresh token lists;
-`chunk` and `train_val_split` on fresh sizes; `evaluate` against the reference on reference models with dropout;
-`sample` against the reference (greedy text and the exact distribution of the next token), with the reference
-`tokenize` standing in for the student's so that a tokenize mistake costs points once."""
+`chunk` and `train_val_split` on fresh sizes; `evaluate` on notebook-05 models with dropout; `sample` (greedy text,
+the distribution of the next token, reproducible seeds) with stand-ins for `tokenize` and the vocabulary, so that a
+mistake there costs points once.
+
+Everything is recorded as data and judged by the rules in the grader's process (`autograder.hidden.observe`): the
+whole corpus as a count and a digest of its tokens, the sampled frequencies against the exact probabilities of the
+model, which the rule carries from the reference's run."""
+import hashlib
 import math
+import re
+from dataclasses import dataclass, field
 
 import torch
 
 from autograder.hidden.models import next_probabilities, random_state
-from autograder.hidden.compare import HiddenTestFailed, generator, reference_globals
-from autograder.reference import shakespeare as ref
-from course.checks.shakespeare import SAMPLING_TOLERANCE, next_word_frequencies
+from autograder.hidden.observe import (HiddenTestFailed, Observations, Rule, describe, generator, hidden_test,
+                                       tensor_of,
+                                       substituted_globals)
+from autograder.reference.transformer import DecoderOnlyTransformer
+from course.checks.shakespeare import SAMPLING_TOLERANCE, WordList, next_word_frequencies
 from course.checks.transformer import toy_model
 from course.device import available_devices
 from course.shakespeare import load_shakespeare
@@ -26,21 +35,54 @@ def _random_text(g) -> str:
     return "".join(PIECES[_int(g, 0, len(PIECES))] for _ in range(_int(g, 0, 40)))
 
 
-def test_tokenize(tokenize, trials: int = 40, seed: int = 701) -> None:
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _or_raised(call):
+    """What `call()` returns, or the name of the exception it raises, as an observation like any other: an exception
+    in one case then fails on the first case that differs, in order, as a comparison would."""
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001: which one is the observation
+        return {"raised": type(exc).__name__}
+
+
+
+
+# ---------------------------------------------------------------- tokenize
+
+def _token_list(out, what: str) -> list:
+    if not isinstance(out, list):
+        raise HiddenTestFailed(f"{what}: expected a list of strings, got {describe(out)}")
+    return out
+
+
+def observe_tokenize(tokenize, trials: int = 40, seed: int = 701) -> Observations:
+    seen = Observations()
     g = generator(seed)
-    for _ in range(trials):
-        text = _random_text(g)
-        if tokenize(text) != ref.tokenize(text):
-            raise HiddenTestFailed(f"tokenize({text!r}) differs from the expected tokens")
+    texts = [_random_text(g) for _ in range(trials)]
+    for text in dict.fromkeys(texts):  # a text drawn twice is observed once
+        what = f"tokenize({text!r})"
+        seen.exact(what, _token_list(tokenize(text), what))
     corpus = load_shakespeare()
-    tokens = tokenize(corpus)
-    if not isinstance(tokens, list) or "".join(tokens) != corpus:
-        raise HiddenTestFailed("the tokens of the whole corpus do not join back into the corpus")
-    if tokens != ref.tokenize(corpus):
-        raise HiddenTestFailed("the tokens of the whole corpus differ from the expected tokens")
+    what = "tokenize(<the whole corpus>)"
+    tokens = _token_list(tokenize(corpus), what)
+    if not all(type(token) is str for token in tokens):
+        raise HiddenTestFailed(f"{what}: expected a list of strings")
+    seen.exact("the tokens of the whole corpus, joined back together (they should give the corpus)",
+               _digest("".join(tokens)))
+    seen.exact("the tokens of the whole corpus (their number and each token)",
+               [len(tokens), _digest("\x00".join(tokens))])
+    return seen
 
 
-def test_vocab(Vocab, trials: int = 6, seed: int = 702) -> None:
+# ---------------------------------------------------------------- Vocab
+
+def observe_vocab(Vocab, trials: int = 6, seed: int = 702) -> Observations:
+    seen = Observations()
     g = generator(seed)
     words = [f"w{i}" for i in range(30)] + [" ", ",", "\n"]
     for trial in range(trials):
@@ -49,60 +91,101 @@ def test_vocab(Vocab, trials: int = 6, seed: int = 702) -> None:
         picks = torch.multinomial(skew + 1e-3, n, replacement=True, generator=g).tolist()
         tokens = [words[i] for i in picks]
         probe = tokens[: _int(g, 0, 20)] + ["unseen", "w99"] + [words[_int(g, 0, len(words))] for _ in range(5)]
+        counts = {token: tokens.count(token) for token in set(tokens)}
         for min_freq in (1, 2, 3):
-            mine, theirs = Vocab.build(list(tokens), min_freq=min_freq), ref.Vocab.build(tokens, min_freq=min_freq)
-            what = f"Vocab.build(<{n} tokens>, min_freq={min_freq})"
-            if len(mine) != len(theirs):
-                raise HiddenTestFailed(f"{what}: len differs from the reference")
-            if mine.encode(probe) != theirs.encode(probe):
-                raise HiddenTestFailed(f"{what}: encode gives different ids")
-            ids = list(range(len(theirs)))
-            if list(mine.decode(ids)) != theirs.decode(ids) or list(mine.decode(torch.tensor(ids))) != theirs.decode(ids):
-                raise HiddenTestFailed(f"{what}: decode gives different tokens (from a list or a tensor of ids)")
+            vocab = Vocab.build(list(tokens), min_freq=min_freq)
+            what = f"Vocab.build(<{n} tokens, case {trial + 1}>, min_freq={min_freq})"
+            ids = list(range(1 + sum(count >= min_freq for count in counts.values())))  # every id, <unk> included
+            seen.exact(f"{what}: len", len(vocab))
+            seen.exact(f"{what}: the ids encode gives for {len(probe)} tokens", vocab.encode(list(probe)))
+            seen.exact(f"{what}: the tokens decode gives for a list of every id",
+                       _or_raised(lambda: list(vocab.decode(list(ids)))))
+            seen.exact(f"{what}: the tokens decode gives for a tensor of every id",
+                       _or_raised(lambda: list(vocab.decode(torch.tensor(ids)))))
     empty = Vocab.build([])
-    if len(empty) != 1 or empty.encode(["a"]) != [0]:
-        raise HiddenTestFailed("Vocab.build([]) should hold <unk> only")
+    seen.exact("Vocab.build([]) should hold <unk> only: its len and the ids of encode(['a'])",
+               [len(empty), empty.encode(["a"])])
+    return seen
 
 
-def test_chunk(chunk, trials: int = 10, seed: int = 703) -> None:
+# ---------------------------------------------------------------- chunk
+
+def observe_chunk(chunk, trials: int = 10, seed: int = 703) -> Observations:
+    seen = Observations()
     g = generator(seed)
-    for _ in range(trials):
+    for trial in range(trials):
         length, seq_len = _int(g, 0, 200), _int(g, 1, 20)
         ids = torch.randint(0, 1000, (length,), generator=g)
-        out, expected = chunk(ids.clone(), seq_len), ref.chunk(ids, seq_len)
-        if not (isinstance(out, torch.Tensor) and out.dtype == expected.dtype and torch.equal(out, expected)):
-            raise HiddenTestFailed(f"chunk(ids of length {length}, seq_len={seq_len}) differs from the expected windows")
+        seen.exact(f"chunk(ids of length {length}, seq_len={seq_len}) (case {trial + 1})",
+                   _or_raised(lambda: chunk(ids.clone(), seq_len)))
     for device in available_devices():
-        out = chunk(torch.arange(30, device=device), 4)
-        if out.device.type != device.type:
-            raise HiddenTestFailed(f"chunk moved the ids off {device.type}")
+        seen.exact(f"chunk(torch.arange(30) on {device.type}, 4)",
+                   _or_raised(lambda: chunk(torch.arange(30, device=device), 4)))
+    return seen
 
 
-def test_train_val_split(train_val_split, trials: int = 12, seed: int = 704) -> None:
+# ---------------------------------------------------------------- train_val_split
+
+@dataclass(frozen=True)
+class ContiguousSplit(Rule):
+    """[train, val] of `n` windows: val holds floor or ceil of fraction * n windows (rounding either way), and train
+    and val are the windows before it and the last ones, in order (the reference's train and val, put back together,
+    are the windows)."""
+    n: int
+    fraction: float
+
+    def judge(self, what, student, reference):
+        parts = [tensor_of(v) for v in student] if isinstance(student, list) and len(student) == 2 else [None]
+        if any(part is None for part in parts):
+            return f"{what}: expected a tuple (train, val) of two tensors"
+        train, val = parts
+        windows = torch.cat([tensor_of(v) for v in reference])
+        n_val = len(val)
+        if n_val not in {math.floor(self.fraction * self.n), math.ceil(self.fraction * self.n)}:
+            return f"{what}: val has {n_val} windows"
+        if not (train.dtype == val.dtype == windows.dtype and torch.equal(train, windows[: self.n - n_val])
+                and torch.equal(val, windows[self.n - n_val:])):
+            return f"{what}: train must be the windows before val, val the last ones, in order"
+        return None
+
+
+def observe_train_val_split(train_val_split, trials: int = 12, seed: int = 704) -> Observations:
+    seen = Observations()
     g = generator(seed)
-    for _ in range(trials):
+    for trial in range(trials):
         n, width = _int(g, 2, 300), _int(g, 1, 5)
         fraction = [0.1, 0.05, 0.2, 0.5, 0.33, 0.25][_int(g, 0, 6)]
         chunks = torch.randperm(n * width, generator=g).reshape(n, width)
+        what = f"train_val_split(<{n} windows>, {fraction}) (case {trial + 1})"
         out = train_val_split(chunks.clone(), fraction)
-        what = f"train_val_split(<{n} windows>, {fraction})"
         if not (isinstance(out, tuple) and len(out) == 2):
             raise HiddenTestFailed(f"{what}: expected a tuple (train, val)")
-        train, val = out
-        n_val = len(val)
-        if n_val not in {math.floor(fraction * n), math.ceil(fraction * n)}:
-            raise HiddenTestFailed(f"{what}: val has {n_val} windows")
-        if not (torch.equal(train, chunks[: n - n_val]) and torch.equal(val, chunks[n - n_val:])):
-            raise HiddenTestFailed(f"{what}: train must be the windows before val, val the last ones, in order")
+        seen.judged_by(what, list(out), ContiguousSplit(n, fraction))
+    return seen
+
+
+# ---------------------------------------------------------------- evaluate
+
+@dataclass(frozen=True)
+class RelativelyClose(Rule):
+    """A Python float within `rel_tol` of the reference's."""
+    rel_tol: float = 1e-4
+
+    def judge(self, what, student, reference):
+        if type(student) is not float:
+            return f"{what}: expected a Python float"
+        return None if math.isclose(student, reference, rel_tol=self.rel_tol) else f"{what}: the loss differs from the reference"
 
 
 def _reference_model(g, V: int, max_len: int, dropout: float) -> torch.nn.Module:
-    model = ref.DecoderOnlyTransformer(V, 16, 2, 32, 2, max_len, dropout=dropout)
+    """A notebook-05 model with weights drawn from `g`."""
+    model = DecoderOnlyTransformer(V, 16, 2, 32, 2, max_len, dropout=dropout)
     model.load_state_dict({k: v.float() for k, v in random_state(model, g).items()}, strict=True)
     return model
 
 
-def test_evaluate(evaluate, seed: int = 705) -> None:
+def observe_evaluate(evaluate, seed: int = 705) -> Observations:
+    seen = Observations()
     g = generator(seed)
     for trial, (n, seq_len, batch_size) in enumerate([(17, 9, 5), (6, 4, 6), (11, 12, 32)]):
         V = _int(g, 5, 40)
@@ -110,54 +193,90 @@ def test_evaluate(evaluate, seed: int = 705) -> None:
         chunks = torch.randint(0, V, (n, seq_len), generator=g)
         for device in available_devices():
             m = model.to(device)
-            expected = ref.evaluate(m, chunks, batch_size)
-            training = trial % 2 == 0
+            training = trial % 2 == 0  # a model in training mode, with dropout, must be evaluated in eval mode
             m.train(training)
             out = evaluate(m, chunks, batch_size)
             what = f"evaluate on {n} windows of {seq_len} tokens, batch_size={batch_size} ({device.type})"
             if not isinstance(out, float):
                 raise HiddenTestFailed(f"{what}: expected a Python float")
-            if not math.isclose(out, expected, rel_tol=1e-4):
-                raise HiddenTestFailed(f"{what}: the loss differs from the reference")
-            if m.training != training:
-                raise HiddenTestFailed(f"{what}: the model was not put back in its mode")
+            seen.judged_by(what, float(out), RelativelyClose())
+            seen.claim(f"{what}: the model was not put back in its mode", m.training == training)
+    return seen
+
+
+# ---------------------------------------------------------------- sample
+
+@dataclass(frozen=True, eq=False)
+class FollowsDistribution(Rule):
+    """Sampled next-word frequencies within `tolerance` of the exact `probabilities`. The rule that judges is the
+    reference's, made in the grader's process, so the probabilities are computed there, never taken from the
+    student's kernel; the reference's own (noisy) frequencies are not used."""
+    probabilities: torch.Tensor = field(repr=False)
+    tolerance: float = SAMPLING_TOLERANCE
+
+    def judge(self, what, student, reference):
+        actual = tensor_of(student)
+        if actual is None or tuple(actual.shape) != tuple(self.probabilities.shape):
+            return f"{what}: expected frequencies of shape {tuple(self.probabilities.shape)}, got {describe(student)}"
+        gap = (actual.double() - self.probabilities.double()).abs().max().item()
+        return None if gap <= self.tolerance else f"{what} (largest gap {gap:.3f})"
+
+
+@dataclass(frozen=True)
+class Reproducible(Rule):
+    """[a, b, c]: texts from generators seeded s, s, s': a equals b and differs from c."""
+
+    def judge(self, what, student, reference):
+        runs = student if isinstance(student, list) and len(student) == 3 else [None, 0, 1]
+        return what if runs[0] != runs[1] or runs[0] == runs[2] else None
 
 
 WORDS = ["<unk>", " ", "to", "be", "or", "not", ",", ".", "\n", "that", "is", "the", "question"]
 
 
-def test_sample(sample, seed: int = 706) -> None:
+def observe_sample(sample, seed: int = 706) -> Observations:
+    seen = Observations()
     g = generator(seed)
-    vocab = ref.Vocab(WORDS)
+
+    def tokenize(text: str) -> list[str]:
+        """Stands in for the notebook's own (observed in its own cell), so that a tokenize mistake costs once."""
+        return [piece for piece in re.split(r"\b", text) if piece != ""]
+
+    vocab = WordList(WORDS)  # a fixed vocabulary (id i is WORDS[i]) in place of a Vocab
     model = _reference_model(g, len(WORDS), 8, dropout=0.2)
     with torch.no_grad():
         model.lm_head.weight.mul_(6.0)  # a model with opinions, so that temperature and top-k matter
-    with reference_globals(sample, tokenize=ref.tokenize):
+    with substituted_globals(sample, tokenize=tokenize):
         for device in available_devices():
             m = model.to(device)
             for prompt, n_tokens in [("to be", 12), ("question, dragon", 6)]:
-                expected = ref.sample(m, vocab, prompt, n_tokens, temperature=0)
-                if sample(m, vocab, prompt, n_tokens, temperature=0) != expected:
-                    raise HiddenTestFailed(f"greedy sample of {n_tokens} tokens after {prompt!r} ({device.type}) differs")
-                top1 = sample(m, vocab, prompt, n_tokens, temperature=1.0, top_k=1,
-                              generator=torch.Generator(device).manual_seed(1))
-                if top1 != expected:
-                    raise HiddenTestFailed("sampling with top_k=1 should give the greedy text")
+                what = f"sample of {n_tokens} tokens after {prompt!r} ({device.type})"
+                seen.exact(f"greedy {what}", sample(m, vocab, prompt, n_tokens, temperature=0))
+                seen.exact(f"{what} at temperature 1.0 with top_k=1 (which should give the greedy text)",
+                           sample(m, vocab, prompt, n_tokens, temperature=1.0, top_k=1,
+                                  generator=torch.Generator(device).manual_seed(1)))
         V = len(WORDS)  # the distribution on a hand-made model: thousands of calls must stay fast
         toy = toy_model({"follow": 1.5 * torch.randn(V, V, generator=g, dtype=torch.float64),
                          "start": 0.5 * torch.randn(V, V, generator=g, dtype=torch.float64),
                          "position": 0.5 * torch.randn(12, V, generator=g, dtype=torch.float64), "max_len": 4})
-        prompt_ids = torch.tensor([vocab.encode(ref.tokenize("not"))])
+        prompt_ids = torch.tensor([vocab.encode(tokenize("not"))])
         for temperature, top_k in [(0.7, None), (1.3, 2)]:
             probabilities = next_probabilities(toy, prompt_ids, temperature, top_k)[0].double()
             try:
                 freq = next_word_frequencies(sample, toy, vocab, "not", temperature, top_k, generator(seed + 1))
             except ValueError as error:
                 raise HiddenTestFailed(str(error)) from None
-            if (freq - probabilities).abs().max() > SAMPLING_TOLERANCE:
-                raise HiddenTestFailed(f"the next word does not follow the model's distribution at temperature "
-                                       f"{temperature}, top_k={top_k}")
+            seen.judged_by(f"the next word does not follow the model's distribution at temperature {temperature}, "
+                           f"top_k={top_k}", freq, FollowsDistribution(probabilities))
         model = model.cpu()
         runs = [sample(model, vocab, "to", 15, temperature=2.0, generator=generator(s)) for s in (4, 4, 5)]
-        if runs[0] != runs[1] or runs[0] == runs[2]:
-            raise HiddenTestFailed("seeded generators should reproduce the text, and different seeds differ")
+        seen.judged_by("seeded generators should reproduce the text, and different seeds differ", runs, Reproducible())
+    return seen
+
+
+test_tokenize = hidden_test(observe_tokenize)
+test_vocab = hidden_test(observe_vocab)
+test_chunk = hidden_test(observe_chunk)
+test_train_val_split = hidden_test(observe_train_val_split)
+test_evaluate = hidden_test(observe_evaluate)
+test_sample = hidden_test(observe_sample)
