@@ -22,11 +22,11 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 from tqdm import tqdm
 
-from autograder import preflight
+from autograder import autograde_process, preflight
 from autograder.guard.policy import policy_for
 from autograder.gradebook_merge import merge_submission, snapshot, worker_gradebook
 from autograder.ledger import Entry, Ledger, file_hash
-from autograder.nbgrader_run import NbgraderTimeout, nbgrader
+from autograder.nbgrader_run import environment, nbgrader
 from autograder.paths import notebook_path
 from autograder.report import write_report
 from autograder.verify import verify
@@ -135,25 +135,25 @@ def autograde_one(root: Path, job: Job, threads: int, quiet: bool, limits: Limit
     records = job.database.with_suffix(".records")
     shutil.rmtree(records, ignore_errors=True)
     records.mkdir(parents=True)
+    argv = ["autograde", job.assignment, f"--student={job.student}", "--force",
+            f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, f"--CourseDirectory.root={root}"]
     try:
-        result = nbgrader("autograde", job.assignment, f"--student={job.student}", "--force",
-                          f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, root=root, check=False,
-                          quiet=quiet, timeout=limits.notebook_seconds, threads=threads,
-                          sandbox_memory_mb=limits.memory_mb, guard=guard_policy(root, job, records))
-        if result.returncode != 0:
-            job.reason = "nbgrader could not grade it: " + _last_error_line(result.stderr)
-        sandbox = [line.removeprefix("sandbox: ") for line in (result.stderr or "").splitlines()
-                   if line.startswith("sandbox: ")]
+        finished = autograde_process.autograde(argv, root, environment(threads, guard_policy(root, job, records)),
+                                               records.with_suffix(".log"), limits.memory_mb, limits.notebook_seconds)
+        if finished.returncode is None:
+            job.reason = (f"grading stopped after {limits.notebook_seconds:g} s, the limit for a whole notebook (an "
+                          "endless loop, or training far too long?): graded 0")
+        elif finished.returncode != 0:
+            job.reason = "nbgrader could not grade it: " + _last_error_line(finished.log)
+        sandbox = [line.removeprefix("sandbox: ") for line in finished.log.splitlines() if line.startswith("sandbox: ")]
         job.notes += [line for line in sandbox if line.startswith("ended ")]
         job.network = next((line for line in sandbox if line.startswith("the network")), "")
         if not job.reason:
             job.notes += verify(notebook_path(root / "autograded" / job.student, job.assignment), job.assignment,
                                 job.student, records, job.database)
-    except NbgraderTimeout:
-        job.reason = (f"grading stopped after {limits.notebook_seconds:g} s, the limit for a whole notebook (an "
-                      "endless loop, or training far too long?): graded 0")
     except Exception as exc:  # noqa: BLE001: a verdict the grader cannot reach must not count the kernel's word
         job.reason = f"the grader could not verify it ({type(exc).__name__}: {exc}); grade it again"
+    records.with_suffix(".log").unlink(missing_ok=True)
     shutil.rmtree(records, ignore_errors=True)
     job.seconds = time.perf_counter() - started
     return job
