@@ -1,5 +1,6 @@
 """The class report, from the gradebook and the autograded notebooks: how each exercise went, the spread of
-scores, the mistakes the feedback named most often, and the submissions that need a look.
+scores, the mistakes the feedback named most often, tampering and what the guard blocked, and the submissions
+that need a look.
 
 Writes, under `reports/`: `class_report.md` (the summary), `exercise_pass_rates.csv`, `scores.csv`,
 `named_mistakes.csv` and `score_histogram.png`.
@@ -9,6 +10,8 @@ from __future__ import annotations
 import csv
 from collections import Counter
 from pathlib import Path
+
+TAMPERING = ("tampering:", "blocked:", "not counted:", "look at:")  # how autograder.verify's notes begin
 
 import matplotlib
 
@@ -94,6 +97,10 @@ def write_report(root: Path, assignments: list[str], reasons: dict[tuple[str, st
     lines += [f"| {a} | {c} | {passed[(a, c)]}/{attempted[(a, c)]} |" for a, c in rates[:15]]
     lines += ["", "## Mistakes the feedback named most often", "", "| mistake | times |", "| --- | --- |"]
     lines += [f"| {m} | {n} |" for m, n in mistakes.most_common(15)] or ["| (none) | |"]
+    lines += ["", "## Tampering and blocked attempts", "",
+              "Checks after a tampering cell earned nothing; what the guard blocked failed in the student's cell.", ""]
+    lines += [f"- {s} / {a}: {part}" for (a, s), r in sorted(reasons.items()) for part in r.split("; ")
+              if part.startswith(TAMPERING)] or ["(none)"]
     lines += ["", "## Submissions that need a look", ""]
     lines += [f"- {s} / {a}: {r}" for (a, s), r in sorted(reasons.items()) if r] or ["(none)"]
     lines += ["", "![score histogram](score_histogram.png)", ""]

@@ -121,3 +121,13 @@ def test_the_run_ends_within_its_bound(attacked):
     seconds, count = attacked.seconds, attacked.count
     # Two jobs at a time, each notebook under NOTEBOOK_SECONDS plus nbgrader's start, then feedback and export.
     assert seconds < count / 2 * (NOTEBOOK_SECONDS + 30) + 120
+
+
+def test_the_class_report_flags_tampering_and_blocked_attempts(attacked):
+    report = (attacked.root / "reports" / "class_report.md").read_text()
+    flagged = report.split("## Tampering and blocked attempts", 1)[1].split("\n## ", 1)[0]
+    for attack in ("redefines_the_checks", "patches_allclose", "patches_the_course_checks", "rebinds_checks_dynamically",
+                   "calls_the_reference", "reads_the_gradebook", "writes_into_another_students_folder",
+                   "uses_the_network", "starts_background_processes"):
+        assert f"- {attack} / {adversarial.ASSIGNMENT}: " in flagged, attack
+    assert "honest_" not in flagged
