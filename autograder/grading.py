@@ -29,7 +29,7 @@ from autograder.ledger import Entry, Ledger, file_hash
 from autograder.nbgrader_run import environment, nbgrader
 from autograder.paths import notebook_path
 from autograder.report import write_report
-from autograder.verify import verify
+from autograder.verify import prepare, verify
 from course.about import NOTEBOOKS
 
 
@@ -197,6 +197,7 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     shutil.rmtree(workspace, ignore_errors=True)
     template = snapshot(root / "gradebook.db", workspace / "template.db")
     threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
+    prepare(sorted({job.assignment for job in todo if not job.reason}))  # the reference's side of every hidden test
     bar = tqdm(total=len(todo), desc="autograding", unit="notebook", disable=not show_progress or not todo)
     with gradebook(root) as gb:
         for job in [j for j in todo if j.reason]:  # nbgrader cannot read these: a zero row, at once

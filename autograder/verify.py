@@ -12,6 +12,9 @@ autograded notebook shows the verdict, so the feedback tells the student what fa
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import json
 import re
 import warnings
@@ -28,6 +31,21 @@ from course.about import NOTEBOOKS
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def hidden_tests(assignment: str) -> list:
+    """The hidden tests of notebook `assignment` (each `test_<exercise>` built by `hidden_test`)."""
+    module = importlib.import_module(f"autograder.hidden.{NOTEBOOKS[assignment]}")
+    return [test for name, test in vars(module).items() if name.startswith("test_") and hasattr(test, "observe")]
+
+
+def prepare(assignments: list[str]) -> None:
+    """Observe the reference for every hidden test of `assignments` now, once, quietly (training prints its
+    progress), so that the grading jobs find the observations ready."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        for assignment in assignments:
+            for test in hidden_tests(assignment):
+                reference_observation(test)
 
 
 def hidden_verdict(test, records: Path) -> str | None:
@@ -92,7 +110,7 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
     """Judge the autograded notebook at `autograded` with its `records`; correct the scores of `student` in the
     gradebook at `database`; return what the instructor should read (empty when nothing)."""
     notebook = nbformat.read(autograded, as_version=4)
-    hidden = __import__(f"autograder.hidden.{NOTEBOOKS[assignment]}", fromlist=["_"])
+    hidden = importlib.import_module(f"autograder.hidden.{NOTEBOOKS[assignment]}")
     findings = tamper_scan.scan(notebook)
     tampered = tamper_scan.affected_checks(notebook, findings)
     passed = _passed_checks(records)

@@ -5,5 +5,6 @@ It holds no reference solution: the checks compare against stored outputs and pr
 """
 from course.about import VERSION as __version__
 from course.notebook_setup import setup_notebook
+from course.progress import progress  # the view of which checks pass; the training bar is course.progress_bar
 
-__all__ = ["__version__", "setup_notebook"]
+__all__ = ["__version__", "progress", "setup_notebook"]

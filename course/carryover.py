@@ -30,13 +30,17 @@ class EarlierWorkUnfinished(RuntimeError):
     pass
 
 
-def from_earlier(assignment: str, *names: str, search=(Path(".."), Path("."))):
+# Where an earlier notebook is looked for: in its folder beside this notebook's, or right here (Colab).
+SEARCH = (Path(".."), Path("."))
+
+
+def from_earlier(assignment: str, *names: str, search=SEARCH):
     """The named definitions of notebook `assignment`: one object for one name, a tuple for several."""
     if assignment not in NOTEBOOKS:
         raise ValueError(f"There is no notebook {assignment!r}; the notebooks are {', '.join(NOTEBOOKS)}.")
     module = _reference(assignment) if under_grading() else None
     if module is None:
-        module = _load_notebook(_find(assignment, names, search))
+        module = load_definitions(_find(assignment, names, search))
     found = []
     for name in names:
         if not hasattr(module, name):
@@ -59,13 +63,22 @@ def _reference(assignment: str):
         return None
 
 
+def _candidates(assignment: str, search) -> list[Path]:
+    filename = f"{assignment}.ipynb"
+    return [Path(folder) / assignment / filename for folder in search] + [Path(folder) / filename for folder in search]
+
+
+def locate(assignment: str, search=SEARCH) -> Path | None:
+    """Where `from_earlier` would load notebook `assignment` from, or None when it is not reachable."""
+    return next((path.resolve() for path in _candidates(assignment, search) if path.exists()), None)
+
+
 def _find(assignment: str, names, search) -> Path:
     filename = f"{assignment}.ipynb"
-    candidates = [Path(folder) / assignment / filename for folder in search] + \
-                 [Path(folder) / filename for folder in search]
-    for path in candidates:
-        if path.exists():
-            return path.resolve()
+    found = locate(assignment, search)
+    if found is not None:
+        return found
+    candidates = _candidates(assignment, search)
     wanted = ", ".join(f"`{n}`" for n in names)
     raise EarlierNotebookMissing(
         f"This notebook builds on your {wanted} from notebook {assignment}, but {filename} is not next to it "
@@ -74,7 +87,7 @@ def _find(assignment: str, names, search) -> Path:
         f"({os.getcwd()}).")
 
 
-def _load_notebook(path: Path) -> types.ModuleType:
+def load_definitions(path: Path) -> types.ModuleType:
     """Execute the definitions of the notebook at `path` (cached until the file changes) as a module."""
     cached = _loaded.get(path)
     if cached is not None and cached.__mtime__ == path.stat().st_mtime:

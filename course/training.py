@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from course.progress import progress
+from course.progress_bar import progress
 
 
 def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunks: torch.Tensor,

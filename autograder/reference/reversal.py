@@ -30,7 +30,7 @@ def train_reversal(model: nn.Module, steps: int, batch_size: int, half_len: int,
     moved to `device` first when one is given. Returns the loss of each step, a list of `steps` Python floats,
     and shows a progress bar with the latest loss.
     """
-    from course import progress as bars  # the module of `progress` (imported above); here too, so the function stands alone
+    from course import progress_bar as bars  # the module of `progress` (imported above); here too, so the function stands alone
     if device is not None:
         model.to(device)
     model.train()
