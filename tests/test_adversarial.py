@@ -130,4 +130,4 @@ def test_the_class_report_flags_tampering_and_blocked_attempts(attacked):
                    "calls_the_reference", "reads_the_gradebook", "writes_into_another_students_folder",
                    "uses_the_network", "starts_background_processes"):
         assert f"- {attack} / {adversarial.ASSIGNMENT}: " in flagged, attack
-    assert "honest_" not in flagged
+    assert "\n- honest_" not in flagged, "an honest submission was flagged"
