@@ -91,6 +91,24 @@ def _blocked(records: Path) -> list[str]:
     return list(seen.values())
 
 
+OUTPUT_LIMIT = 1_000_000  # bytes one output of a graded notebook may take (an image, HTML, text); past it, removed
+
+
+def cap_outputs(notebook) -> list[str]:
+    """Replace each output larger than OUTPUT_LIMIT with a short notice (nbgrader caps printed lines, not images
+    or HTML); return a note per cell that had one."""
+    notes = []
+    for index, cell in enumerate(notebook.cells, start=1):
+        for position, output in enumerate(cell.get("outputs", []) if cell.cell_type == "code" else []):
+            size = len(json.dumps(output))
+            if size > OUTPUT_LIMIT:
+                notice = (f"[an output of {size / 1e6:.1f} MB was removed: a graded notebook's outputs may be "
+                          f"{OUTPUT_LIMIT / 1e6:g} MB each]\n")
+                cell.outputs[position] = nbformat.v4.new_output("stream", name="stdout", text=notice)
+                notes.append(f"cell {index} made an output of {size / 1e6:.1f} MB; it was removed")
+    return list(dict.fromkeys(notes))
+
+
 def _errored(cell) -> bool:
     return any(output.get("output_type") == "error" for output in cell.get("outputs", []))
 
@@ -110,6 +128,7 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
     """Judge the autograded notebook at `autograded` with its `records`; correct the scores of `student` in the
     gradebook at `database`; return what the instructor should read (empty when nothing)."""
     notebook = nbformat.read(autograded, as_version=4)
+    capped = cap_outputs(notebook)
     hidden = importlib.import_module(f"autograder.hidden.{NOTEBOOKS[assignment]}")
     findings = tamper_scan.scan(notebook)
     tampered = tamper_scan.affected_checks(notebook, findings)
@@ -142,7 +161,7 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
               if not grade_id.startswith("hidden_") and grade_id not in tampered]
     notes += [f"{grade_id}: {message}" for grade_id, message in zero.items()
               if grade_id.startswith("hidden_") and "recorded nothing" in message or "recording" in message]
-    notes += _blocked(records)
+    notes += capped + _blocked(records)
     notes += [f"look at: {finding.text()}" for finding in findings if not finding.costs_points()]
     return notes
 

@@ -158,6 +158,10 @@ def uses_the_network(nb):
         "    print('no luck:', error)\n")
 
 
+def huge_html_output(nb):  # 50 MB of HTML: nbgrader caps printed lines, not rich outputs
+    _solution(nb).source += "\n\nfrom IPython.display import HTML, display\ndisplay(HTML('<b>x</b>' * 6_000_000))\n"
+
+
 def memory_bomb(nb):  # allocates until it is refused
     _solution(nb).source += "\n\nhoard = []\nwhile True:\n    hoard.append(bytearray(256 * 1024 ** 2))\n"
 
@@ -167,7 +171,7 @@ ATTACKS = {f.__name__: f for f in [
     retyped_test_cell, relabelled_test_cell, points_changed_to_100, test_source_replaced, endless_loop, kernel_exits,
     system_exit, print_flood, sleeps_past_the_notebook_limit, redefines_the_checks, patches_allclose,
     patches_the_course_checks, rebinds_checks_dynamically, calls_the_reference, reads_the_gradebook,
-    writes_into_another_students_folder, uses_the_network,
+    writes_into_another_students_folder, uses_the_network, huge_html_output,
 ]}
 STRUCTURE = {"deleted_test_cell", "duplicated_test_cell", "retyped_test_cell", "relabelled_test_cell",
              "points_changed_to_100", "test_source_replaced"}  # repaired or restored: the honest partial score

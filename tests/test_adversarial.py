@@ -1,16 +1,19 @@
 """An adversarial class graded in one run with honest students: no attack earns a point, every submission gets a
 grade and a reason, the honest ones keep their exact scores, and the run stays within its time bound."""
+import json
 import shutil
 import time
 from pathlib import Path
 from typing import NamedTuple
 
+import nbformat
 import psutil
 import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grading import GRADING_DIR
 from autograder.nbgrader_run import nbgrader
+from autograder.verify import OUTPUT_LIMIT
 from tests import adversarial
 from tests.conftest import run_autograder
 
@@ -86,6 +89,14 @@ def test_reasons_say_what_happened(attacked):
     assert "gradebook.db" in reasons["reads_the_gradebook"]
     assert "tried to write outside its own folder" in reasons["writes_into_another_students_folder"]
     assert "tried to use the network" in reasons["uses_the_network"]
+    assert "MB; it was removed" in reasons["huge_html_output"]
+
+
+def test_no_graded_output_is_larger_than_the_limit(attacked):
+    for path in (attacked.root / "autograded").glob("*/*/*.ipynb"):
+        notebook = nbformat.read(path, as_version=4)
+        sizes = [len(json.dumps(o)) for c in notebook.cells for o in c.get("outputs", [])]
+        assert max(sizes, default=0) <= OUTPUT_LIMIT, path
 
 
 def test_tampering_costs_the_checks_after_it_and_gains_no_hidden_point(attacked):

@@ -50,3 +50,15 @@ def test_a_recording_of_the_wrong_shape_of_data_fails(tmp_path):
     assert hidden_verdict(TEST, tmp_path)
     torch.save([1, 2], tmp_path / "positional_encoding.pt")
     assert "not what the test writes" in hidden_verdict(TEST, tmp_path)
+
+
+def test_outputs_past_the_limit_are_removed_with_a_notice():
+    import nbformat
+    from autograder.verify import OUTPUT_LIMIT, cap_outputs
+
+    cell = nbformat.v4.new_code_cell("display(HTML(...))")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "x" * (OUTPUT_LIMIT + 1)}),
+                    nbformat.v4.new_output("stream", name="stdout", text="small\n")]
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    assert cap_outputs(notebook) == ["cell 1 made an output of 1.0 MB; it was removed"]
+    assert "was removed" in cell.outputs[0].text and cell.outputs[1].text == "small\n"
