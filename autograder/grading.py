@@ -127,7 +127,7 @@ def guard_policy(root: Path, job: Job, records: Path) -> dict:
     return policy_for(root.resolve(), Path(__file__).resolve().parent, job.assignment, job.student, records, earlier)
 
 
-def autograde_one(root: Path, job: Job, threads: int, quiet: bool, limits: Limits = Limits()) -> Job:
+def autograde_one(root: Path, job: Job, threads: int, limits: Limits = Limits()) -> Job:
     """Run nbgrader autograde for one (assignment, student) into `job.database`, its kernel guarded, then judge
     what its hidden tests recorded (autograder.verify); record why it failed, if it did."""
     started = time.perf_counter()
@@ -209,7 +209,7 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             running = []
             for job in [j for j in todo if not j.reason]:
                 job.database = worker_gradebook(template, workspace, job.assignment, job.student)
-                running.append(pool.submit(autograde_one, root, job, threads, quiet, limits))
+                running.append(pool.submit(autograde_one, root, job, threads, limits))
             warned = False
             for future in as_completed(running):  # only this thread writes gradebook.db
                 job = future.result()

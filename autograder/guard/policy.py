@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
+import tempfile
 from pathlib import Path
 
 ENVIRONMENT_VARIABLE = "COURSE_GRADING_GUARD"
@@ -36,8 +38,6 @@ def policy_for(course_root: Path, package_root: Path, assignment: str, student: 
     Reading: everything but the grader's files and other students' work. Writing: only the notebook's own
     folder, the records, the temporary folder and caches: never the course, the Python environment or the
     start-up folders of later kernels, where a change would reach other students' grading."""
-    import tempfile
-
     own = [course_root / "autograded" / student, course_root / "submitted" / student]
     read = [[course_root / name, False] for name in ("source", "gradebook.db", "grading", "submitted", "autograded",
                                                      "feedback", "reports", "grades.csv", "autograder")]
@@ -132,7 +132,7 @@ class Guard:
         elif event in _NETWORK_EVENTS:
             sock = args[0] if args else None
             family = getattr(sock, "family", None)
-            if family is None or family != getattr(__import__("socket"), "AF_UNIX", None):
+            if family is None or family != getattr(socket, "AF_UNIX", None):
                 self.deny(event, "use the network", repr(args[1:])[:120] if len(args) > 1 else event)
         elif event in _PROCESS_EVENTS:
             self.deny(event, "start other processes", repr(args[:2])[:120])
