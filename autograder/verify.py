@@ -141,7 +141,9 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
             continue
         if "BEGIN HIDDEN TESTS" in cell.source:
             test = getattr(hidden, f"test_{grade_id.removeprefix('hidden_')}", None)
-            message = hidden_verdict(test, records) if test is not None else None
+            if test is None:  # never the kernel's word instead: the grader cannot judge this cell, so says so
+                raise LookupError(f"no hidden test in {hidden.__name__} for the cell {grade_id!r}")
+            message = hidden_verdict(test, records)
             _show(cell, message, "✔ Hidden tests passed: the grader compared your outputs with the reference.")
             if message:
                 zero[grade_id] = message

@@ -62,3 +62,16 @@ def test_outputs_past_the_limit_are_removed_with_a_notice():
     notebook = nbformat.v4.new_notebook(cells=[cell])
     assert cap_outputs(notebook) == ["cell 1 made an output of 1.0 MB; it was removed"]
     assert "was removed" in cell.outputs[0].text and cell.outputs[1].text == "small\n"
+
+
+def test_every_hidden_cell_of_every_notebook_has_a_test_the_grader_can_judge():
+    import nbformat
+    from autograder.paths import ROOT, notebook_path
+    from autograder.verify import hidden_tests
+    from course.about import NOTEBOOKS
+
+    for assignment in NOTEBOOKS:
+        notebook = nbformat.read(notebook_path(ROOT / "source", assignment), as_version=4)
+        cells = {c.metadata["nbgrader"]["grade_id"] for c in notebook.cells if "BEGIN HIDDEN TESTS" in c.source}
+        judged = {f"hidden_{test.observe.__name__.removeprefix('observe_')}" for test in hidden_tests(assignment)}
+        assert cells and cells == judged, (assignment, cells ^ judged)
