@@ -44,23 +44,29 @@ def end_with_parent() -> None:
 
 def isolate_network() -> str | None:
     """Move this process into a network namespace of its own, where only loopback exists (the kernel talks to
-    nbgrader over it); None on success, else why not (e.g. unprivileged user namespaces are disabled)."""
+    nbgrader over it); None on success, else why not. A privileged process makes one directly (even with threads
+    running); an unprivileged one makes a user namespace first, which Linux allows only while it has one thread
+    and where unprivileged user namespaces are enabled."""
     if not sys.platform.startswith("linux"):
         return "network namespaces exist on Linux only"
     libc = ctypes.CDLL(None, use_errno=True)
     uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        return f"unshare: {os.strerror(ctypes.get_errno())}"
+    if libc.unshare(CLONE_NEWNET) != 0:
+        if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+            return f"unshare: {os.strerror(ctypes.get_errno())}"
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w") as file:
+                    file.write(text)
+        except OSError as exc:
+            return f"setting up the user namespace: {exc}"
     try:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as file:
-                file.write(text)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             request = struct.pack("16sh", b"lo", 0)
             flags = struct.unpack("16sh", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
             fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | IFF_UP))
     except OSError as exc:
-        return f"setting up the namespace: {exc}"
+        return f"bringing up loopback: {exc}"
     return None
 
 
