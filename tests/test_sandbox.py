@@ -50,3 +50,30 @@ def test_an_allocation_past_the_cap_fails_in_the_command_alone():
     fine = subprocess.run([*SANDBOX, "--memory-mb", "400", "--", sys.executable, "-c", "x = bytearray(100 * 1024 ** 2)"],
                           capture_output=True, text=True, timeout=60)
     assert fine.returncode == 0, fine.stderr
+
+
+NETWORK_PROBE = ("import socket\n"
+                 "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=2)\n"
+                 "except OSError as error:\n    print('refused:', error.errno)\n")
+
+
+def test_a_command_gets_no_network_and_keeps_loopback():
+    result = subprocess.run([*SANDBOX, "--no-network", "--", sys.executable, "-c", NETWORK_PROBE + (
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "socket.create_connection(s.getsockname()); print('loopback works')\n")],
+        capture_output=True, text=True, timeout=60)
+    if "the network stays reachable" in result.stderr:
+        pytest.skip(f"this machine allows no network namespace: {result.stderr.strip()}")
+    assert "loopback works" in result.stdout, result.stderr
+    assert "refused: 101" in result.stdout, result.stdout  # ENETUNREACH: no route out of the namespace
+
+
+def test_a_grading_job_forked_from_the_warm_server_runs_sandboxed(tmp_path):
+    from autograder import autograde_process
+    from autograder.nbgrader_run import environment
+
+    finished = autograde_process.autograde(["--version"], tmp_path, environment(), tmp_path / "log", 3072, 120)
+    assert finished.returncode == 0, finished.log
+    if "the network stays reachable" not in finished.log:
+        return
+    assert "Invalid argument" not in finished.log, f"the job had threads when it made its namespace: {finished.log}"
