@@ -162,7 +162,7 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
     notes += [f"not counted: {grade_id}: {message}" for grade_id, message in zero.items()
               if not grade_id.startswith("hidden_") and grade_id not in tampered]
     notes += [f"{grade_id}: {message}" for grade_id, message in zero.items()
-              if grade_id.startswith("hidden_") and "recorded nothing" in message or "recording" in message]
+              if grade_id.startswith("hidden_") and ("recorded nothing" in message or "recording" in message)]
     notes += capped + _blocked(records)
     notes += [f"look at: {finding.text()}" for finding in findings if not finding.costs_points()]
     return notes

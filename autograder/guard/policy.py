@@ -18,7 +18,6 @@ import tempfile
 from pathlib import Path
 
 ENVIRONMENT_VARIABLE = "COURSE_GRADING_GUARD"
-RECORDS_VARIABLE = "COURSE_GRADING_RECORDS"  # read by course.checks: where a passed visible check is recorded
 POLICY: dict = {}
 
 _PROCESS_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
@@ -141,6 +140,8 @@ class Guard:
 def install(policy: dict) -> None:
     """Load what the policy preloads, then add the audit hook (for the rest of this process's life)."""
     import importlib
+
+    from course.checks.report import RECORDS_VARIABLE  # where a passed visible check is recorded
 
     POLICY.update(policy)
     os.environ[RECORDS_VARIABLE] = policy["records"]

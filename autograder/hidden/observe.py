@@ -27,8 +27,6 @@ import torch
 from course.checks.compare import is_close
 from course.device import available_devices, supported_dtypes
 
-RECORDS_VARIABLE = "COURSE_GRADING_RECORDS"  # the folder a graded kernel records into (set by the guard policy)
-
 
 class HiddenTestFailed(AssertionError):
     pass
