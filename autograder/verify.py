@@ -16,7 +16,6 @@ import contextlib
 import importlib
 import io
 import json
-import re
 import warnings
 from pathlib import Path
 
@@ -26,11 +25,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import tamper_scan
 from autograder.hidden.observe import HiddenTestFailed, compare, reference_observation
-from course.about import NOTEBOOKS
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+from course.about import NOTEBOOKS, snake_case
 
 
 def hidden_tests(assignment: str) -> list:
@@ -72,7 +67,7 @@ def _passed_checks(records: Path) -> set[str]:
     path = records / "checks.jsonl"
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if path.exists() else []:
         try:
-            passed.add(f"check_{_snake(json.loads(line)['passed'])}")
+            passed.add(f"check_{snake_case(json.loads(line)['passed'])}")
         except (ValueError, KeyError, TypeError):
             continue
     return passed

@@ -28,6 +28,14 @@ CARRYOVER = {
 COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 
+def snake_case(exercise: str) -> str:
+    """`TokenAndPositionEmbedding` -> `token_and_position_embedding`: how check cells, checks and hidden tests
+    name an exercise (`check_<...>`, `hidden_<...>`, `test_<...>`)."""
+    import re
+
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", exercise).lower()
+
+
 def colab_url(assignment: str) -> str:
     """The Colab link that opens the release notebook of `assignment` from the repository."""
     path = REPO_URL.removeprefix("https://github.com/")

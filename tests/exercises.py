@@ -1,23 +1,17 @@
 """How a test finds an exercise's visible check and hidden test from its public name."""
 import importlib
-import re
 
-from course.about import NOTEBOOKS
+from course.about import NOTEBOOKS, snake_case
 
 MUTANT_MODULES = list(NOTEBOOKS.values())
 
 
-def snake(exercise: str) -> str:
-    """`TokenAndPositionEmbedding` -> `token_and_position_embedding`."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", exercise).lower()
-
-
 def visible_check(exercise: str):
-    return getattr(importlib.import_module("course.checks"), f"check_{snake(exercise)}")
+    return getattr(importlib.import_module("course.checks"), f"check_{snake_case(exercise)}")
 
 
 def hidden_test(module: str, exercise: str):
-    return getattr(importlib.import_module(f"autograder.hidden.{module}"), f"test_{snake(exercise)}")
+    return getattr(importlib.import_module(f"autograder.hidden.{module}"), f"test_{snake_case(exercise)}")
 
 
 def module_of(exercise: str) -> str:

@@ -13,10 +13,9 @@ import torch
 import course
 from autograder.demo.submissions import write_submission
 from autograder.paths import RELEASE, SOURCE, notebook_path
-from course.about import NOTEBOOKS
+from course.about import NOTEBOOKS, snake_case
 from course.progress import (FAILED, MISSING, NOT_CHECKED, NOT_WRITTEN, PASSED, as_html, as_text, as_widget,
                              check_notebooks, exercises, resolve)
-from tests.exercises import snake
 from tests.notebooks import execute, grade_id
 
 # Cells a student might add after solving: run, they would leave a file behind or stop everything.
@@ -58,7 +57,7 @@ def test_exercises_are_the_check_cells_of_each_notebook():
         cells = [c for c in nbformat.read(notebook_path(RELEASE, assignment), as_version=4).cells
                  if (grade_id(c) or "").startswith("check_")]
         assert [(grade_id(c), c.source.strip()) for c in cells] == \
-            [(f"check_{snake(name)}", f"check_{snake(name)}({name})") for name, _ in exercises(assignment)]
+            [(f"check_{snake_case(name)}", f"check_{snake_case(name)}({name})") for name, _ in exercises(assignment)]
 
 
 def test_notebook_names_resolve():
