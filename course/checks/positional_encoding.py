@@ -1,6 +1,9 @@
 """Visible checks for notebook 01: `positional_encoding` and `TokenAndPositionEmbedding`."""
 from __future__ import annotations
 
+import inspect
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -8,6 +11,34 @@ from course.checks.compare import expect_tensor, expect_values
 from course.checks.report import assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
 from course.fixtures import load
+
+
+def notebook_globals(obj) -> dict:
+    """The namespace the code of `obj` reads its global names from: a function's globals, or for a class those
+    of the methods it defines itself (in a notebook: the notebook's namespace)."""
+    if inspect.isfunction(obj):
+        return obj.__globals__
+    for klass in getattr(obj, "__mro__", ()):
+        if klass.__module__ != getattr(obj, "__module__", None):
+            continue
+        for member in vars(klass).values():
+            if inspect.isfunction(member):
+                return member.__globals__
+    return {}
+
+
+@contextmanager
+def earlier_pieces_replaced(obj, **stand_ins):
+    """While inside, each name in `stand_ins` that the code of `obj` reads from its notebook's globals is the given
+    stand-in: a check of one exercise then never depends on an earlier exercise of the same notebook, so a mistake
+    there costs points once. Names the notebook does not define are left alone."""
+    namespace = notebook_globals(obj)
+    own = {name: namespace[name] for name in stand_ins if name in namespace}
+    namespace.update({name: stand_ins[name] for name in own})
+    try:
+        yield
+    finally:
+        namespace.update(own)
 
 
 def check_positional_encoding(positional_encoding) -> None:
@@ -32,31 +63,66 @@ def check_positional_encoding(positional_encoding) -> None:
     run_steps("positional_encoding", steps + [("every position gets its own encoding", rows_differ)])
 
 
+def stored_encoding(fixture: dict, own_positional_encoding):
+    """A stand-in for the notebook's `positional_encoding`: the stored table where it covers the request (the sizes
+    this check uses), the student's own function anywhere else."""
+    table = fixture["encoding"]
+
+    def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
+        if d_model == table.shape[1] and max_len <= table.shape[0]:
+            return table[:max_len].to(torch.get_default_dtype())
+        return own_positional_encoding(max_len, d_model)
+    return positional_encoding
+
+
+@contextmanager
+def stored_encoding_in_place_of_yours(TokenAndPositionEmbedding, fixture: dict):
+    """While inside, the layer reads the stored table in place of the notebook's `positional_encoding`, which has
+    its own check: a mistake there does not fail this one too."""
+    own = notebook_globals(TokenAndPositionEmbedding).get("positional_encoding")
+    with earlier_pieces_replaced(TokenAndPositionEmbedding, positional_encoding=stored_encoding(fixture, own)):
+        yield
+
+
 def check_token_and_position_embedding(TokenAndPositionEmbedding) -> None:
-    """Submodule, shapes, the sqrt(d_model) scaling, every device and dtype, and the max_len error."""
+    """Submodule, shapes, the sqrt(d_model) scaling, every device and dtype, the full length and the max_len error.
+    The layer runs on the stored table in place of your `positional_encoding` (checked above)."""
     fixture = load("positional_encoding")["TokenAndPositionEmbedding"]
-    c = fixture["cases"][0]
+    init = fixture["init"]
 
     def build(device=torch.device("cpu"), dtype=torch.float32) -> nn.Module:
-        module = TokenAndPositionEmbedding(**c["init"]).to(device=device, dtype=dtype)
+        module = TokenAndPositionEmbedding(**init).to(device=device, dtype=dtype)
         if not isinstance(getattr(module, "embed", None), nn.Embedding):
             fail("The module needs a submodule `self.embed = nn.Embedding(vocab_size, d_model)`.")
-        expect_tensor("embed.weight", module.embed.weight, shape=c["weight"].shape)
+        expect_tensor("embed.weight", module.embed.weight, shape=fixture["weight"].shape)
         with torch.no_grad():
-            module.embed.weight.copy_(c["weight"])
+            module.embed.weight.copy_(fixture["weight"])
         return module
 
     def values_on(device: torch.device, dtype: torch.dtype):
         def step():
-            out = build(device, dtype)(c["tokens"].to(device))
-            expect_tensor("The output", out, shape=c["expected"].shape, dtype=dtype, device=device)
-            # float32 tolerance in both dtypes: the table is built in the default dtype, then converted.
-            expect_values("The output", out, c["expected"], torch.float32, c["mistakes"])
+            module = build(device, dtype)
+            for c in fixture["cases"]:
+                what = f"The output for tokens of shape {tuple(c['tokens'].shape)}"
+                try:
+                    out = module(c["tokens"].to(device))
+                except ValueError as exc:
+                    fail(f"{c['tokens'].shape[-1]} tokens with max_len={init['max_len']} raised ValueError({exc}). "
+                         "Only a sequence longer than max_len has no encoding: compare with `>`, not `>=`.")
+                expect_tensor(what, out, shape=c["expected"].shape, dtype=dtype, device=device)
+                # float32 tolerance in both dtypes: the table is built in the default dtype, then converted.
+                expect_values(what, out, c["expected"], torch.float32, c["mistakes"])
         return step
+
+    def only_embed_is_trained():
+        trained = [name for name, p in build().named_parameters() if p.requires_grad and not name.startswith("embed.")]
+        if trained:
+            fail(f"{', '.join(trained)} would be trained as a parameter. The positional table is fixed: register it "
+                 "with `self.register_buffer(\"pe\", ..., persistent=False)`, which moves with .to() but is not trained.")
 
     def too_long():
         module = build()
-        tokens = torch.zeros(1, c["init"]["max_len"] + 1, dtype=torch.long)
+        tokens = torch.zeros(1, init["max_len"] + 1, dtype=torch.long)
         try:
             module(tokens)
         except ValueError:
@@ -67,10 +133,12 @@ def check_token_and_position_embedding(TokenAndPositionEmbedding) -> None:
         fail("A sequence longer than max_len should raise a ValueError that says so.")
 
     steps = [("has an `embed` submodule of the right size", build)]
-    steps += [(f"matches the stored values on {d.type} in {str(t).removeprefix('torch.')}", values_on(d, t))
-              for d in available_devices() for t in supported_dtypes(d)]
-    steps += [("raises ValueError for a sequence longer than max_len", too_long)]
-    run_steps("TokenAndPositionEmbedding", steps)
+    steps += [(f"matches the stored values on {d.type} in {str(t).removeprefix('torch.')} (max_len tokens included)",
+               values_on(d, t)) for d in available_devices() for t in supported_dtypes(d)]
+    steps += [("trains the embedding only (the positional table is a buffer)", only_embed_is_trained),
+              ("raises ValueError for a sequence longer than max_len", too_long)]
+    with stored_encoding_in_place_of_yours(TokenAndPositionEmbedding, fixture):
+        run_steps("TokenAndPositionEmbedding", steps)
 
 
 def written_positional_encoding(positional_encoding) -> None:
@@ -78,5 +146,7 @@ def written_positional_encoding(positional_encoding) -> None:
 
 
 def written_token_and_position_embedding(TokenAndPositionEmbedding) -> None:
-    assert_written("TokenAndPositionEmbedding",
-                   lambda: TokenAndPositionEmbedding(5, 4, 3)(torch.zeros(1, 2, dtype=torch.long)))
+    fixture = load("positional_encoding")["TokenAndPositionEmbedding"]
+    with stored_encoding_in_place_of_yours(TokenAndPositionEmbedding, fixture):
+        assert_written("TokenAndPositionEmbedding",
+                       lambda: TokenAndPositionEmbedding(**fixture["init"])(fixture["cases"][0]["tokens"]))

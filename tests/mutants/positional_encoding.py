@@ -1,9 +1,13 @@
-"""Mutants and variants for notebook 01."""
+"""Mutants and variants for notebook 01.
+
+The layer's check and hidden test run it on a stand-in table: a correct layer over any wrong or unwritten
+`positional_encoding` of the same notebook gets full points, and a wrong layer over one still loses them."""
 import math
 
 import torch
 from torch import nn
 
+from autograder.mistakes import for_exercise
 from autograder.mistakes.positional_encoding import EmbeddingWithTable
 from autograder.reference.positional_encoding import positional_encoding as reference_pe
 
@@ -68,6 +72,26 @@ class embedding_table_not_a_buffer(nn.Module):  # the table stays on the CPU in 
         return out.float()
 
 
+class embedding_rejects_max_len(EmbeddingWithTable):  # `>=` where `>` belongs: exactly max_len tokens raise
+    def forward(self, tokens):
+        if tokens.shape[-1] >= self.max_len:
+            raise ValueError(f"sequence longer than max_len={self.max_len}")
+        return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
+
+
+class embedding_trains_the_table(nn.Module):  # the table is an nn.Parameter: the optimiser would change it
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.d_model, self.max_len = d_model, max_len
+        self.pe = nn.Parameter(reference_pe(max_len, d_model))
+
+    def forward(self, tokens):
+        if tokens.shape[-1] > self.max_len:
+            raise ValueError(f"sequence longer than max_len={self.max_len}")
+        return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
+
+
 class embedding_persistent_buffer(EmbeddingWithTable):  # correct: the table saved in the state dict as well
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__(vocab_size, d_model, max_len)
@@ -79,6 +103,79 @@ class embedding_persistent_buffer(EmbeddingWithTable):  # correct: the table sav
         return self.embed(tokens) * self.d_model ** 0.5 + self.pe[: tokens.shape[-1]]
 
 
+class embedding_loops_variant(nn.Module):  # looks up each id read on the host, one at a time
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.d_model, self.max_len = d_model, max_len
+        self.register_buffer("pe", reference_pe(max_len, d_model), persistent=False)
+
+    def forward(self, tokens):
+        length = int(tokens.shape[-1])
+        if length > self.max_len:
+            raise ValueError(f"{length} tokens, but max_len is {self.max_len}")
+        rows = [self.embed.weight[token] for token in tokens.reshape(-1).tolist()]
+        looked_up = torch.stack(rows).reshape(*tokens.shape, self.d_model)
+        return looked_up * math.sqrt(float(self.d_model)) + self.pe[:length]
+
+
+def pe_list_variant(max_len, d_model):  # Python numbers row by row, then one tensor
+    rows = [[math.sin(p / 10000 ** (col / d_model)) if col % 2 == 0 else math.cos(p / 10000 ** ((col - 1) / d_model))
+             for col in range(d_model)] for p in range(max_len)]
+    return torch.tensor(rows, dtype=torch.get_default_dtype()).reshape(max_len, d_model)
+
+
+def pe_not_written(max_len, d_model):
+    raise NotImplementedError()
+
+
+# ---------------------------------------------------------------- one mistake, one cost
+
+# The notebook's own layer, defined the way a notebook defines it: its methods read `positional_encoding` from the
+# namespace they were defined in. One calls it in __init__ (a buffer), the other in forward.
+_LAYERS = {
+    "buffer": """
+class Layer(nn.Module):
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, tokens):
+        if tokens.shape[-1] > self.max_len:
+            raise ValueError("longer than max_len")
+        return self.embed(tokens) * SCALE(self.d_model) + self.pe[: tokens.shape[-1]]
+""",
+    "forward": """
+class Layer(nn.Module):
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        self.embed = nn.Embedding(vocab_size, d_model)
+
+    def forward(self, tokens):
+        T = tokens.shape[-1]
+        if T > self.max_len:
+            raise ValueError("longer than max_len")
+        table = positional_encoding(T, self.d_model).to(self.embed.weight)
+        return self.embed(tokens) * SCALE(self.d_model) + table
+""",
+}
+
+
+def layer_over(encoding, *, scaled: bool = True, calls_it_in: str = "buffer") -> type:
+    """A layer defined in a notebook whose `positional_encoding` is `encoding`; `scaled=False` forgets sqrt(d_model)."""
+    namespace = {"__name__": "__main__", "nn": nn, "positional_encoding": encoding, "SCALE": math.sqrt if scaled else (lambda d: 1.0)}
+    exec(_LAYERS[calls_it_in], namespace)  # noqa: S102: the test's stand-in for a notebook cell
+    layer = namespace["Layer"]
+    layer.__name__ = f"{'layer' if scaled else 'unscaled_layer'}_{calls_it_in}_over_{encoding.__name__}"
+    return layer
+
+
+WRONG_ENCODINGS = [known.impl for known in for_exercise("positional_encoding")] + [
+    pe_base_1000, pe_even_d_model_only, pe_transposed, pe_float64, pe_not_written]
+
 MUTANTS = [
     ("positional_encoding", pe_base_1000),
     ("positional_encoding", pe_even_d_model_only),
@@ -86,10 +183,15 @@ MUTANTS = [
     ("positional_encoding", pe_float64),
     ("TokenAndPositionEmbedding", embedding_no_length_check),
     ("TokenAndPositionEmbedding", embedding_table_not_a_buffer),
-]
+    ("TokenAndPositionEmbedding", embedding_rejects_max_len),
+    ("TokenAndPositionEmbedding", embedding_trains_the_table),
+] + [("TokenAndPositionEmbedding", layer_over(wrong, scaled=False, calls_it_in=where))
+     for wrong in WRONG_ENCODINGS for where in _LAYERS]
 
 VARIANTS = [
     ("positional_encoding", pe_loops),
     ("positional_encoding", pe_exp_log),
+    ("positional_encoding", pe_list_variant),
     ("TokenAndPositionEmbedding", embedding_persistent_buffer),
-]
+    ("TokenAndPositionEmbedding", embedding_loops_variant),
+] + [("TokenAndPositionEmbedding", layer_over(wrong, calls_it_in=where)) for wrong in WRONG_ENCODINGS for where in _LAYERS]
