@@ -1,7 +1,9 @@
 """Every known mistake is named by the feedback; every mutant loses points; every correct variant passes.
 
 Run directly against the visible checks and the hidden-test helpers (a few also run end to end
-through nbgrader in test_demo_class.py).
+through nbgrader in test_demo_class.py). A mutant a listing names in `NEEDS_SECOND_DEVICE` differs from a
+correct implementation only on a second real device (its result stays on the CPU); where the CPU is the only
+device it is skipped, and it runs wherever CUDA or MPS is present.
 """
 import importlib
 
@@ -9,6 +11,7 @@ import pytest
 
 from autograder.mistakes import for_exercise
 from course.checks.report import CheckFailed
+from course.device import available_devices
 from tests.exercises import MUTANT_MODULES, hidden_test, module_of, visible_check
 
 
@@ -16,11 +19,17 @@ def _listed(kind: str) -> list:
     return list(_iter_listed(kind))
 
 
+ONE_DEVICE = pytest.mark.skipif(len(available_devices()) < 2, reason="only a second real device (CUDA or MPS) "
+                                "can tell this mutant from a correct implementation, and this machine has only the CPU")
+
+
 def _iter_listed(kind: str):
     for module in MUTANT_MODULES:
         listing = importlib.import_module(f"tests.mutants.{module}")
+        needs_second_device = getattr(listing, "NEEDS_SECOND_DEVICE", set())
         for exercise, impl in getattr(listing, kind):
-            yield pytest.param(module, exercise, impl, id=f"{exercise}-{impl.__name__}")
+            marks = [ONE_DEVICE] if impl in needs_second_device else []
+            yield pytest.param(module, exercise, impl, id=f"{exercise}-{impl.__name__}", marks=marks)
 
 
 def _known_mistakes() -> list:

@@ -1,4 +1,5 @@
-"""Hidden tests for notebook 02: fresh shapes with zero to three batch axes, every device and dtype, large scores."""
+"""Hidden tests for notebook 02: fresh shapes with zero to four batch axes (T_q above, below and equal to T_k, sizes of
+1), every device and dtype, large scores, and the gradients."""
 import torch
 
 from autograder.hidden.observe import HiddenTestFailed, Observations, generator, grid, hidden_test
@@ -13,7 +14,8 @@ def _pair(result, what: str):
 def observe_attention(attention, trials: int = 8, seed: int = 201) -> Observations:
     seen = Observations()
     g = generator(seed)
-    sizes = [((), 1, 1, 1, 1), ((1,), 3, 3, 2, 2)]
+    sizes = [((), 1, 1, 1, 1), ((1,), 3, 3, 2, 2), ((), 5, 2, 3, 4), ((2,), 1, 6, 3, 2), ((2,), 6, 1, 3, 2),
+             ((2, 1, 3, 1), 4, 3, 5, 2)]
     for _ in range(trials):
         batch = tuple(torch.randint(1, 4, (int(torch.randint(0, 4, (1,), generator=g)),), generator=g).tolist())
         T_q, T_k, d_k, d_v = (int(v) for v in torch.randint(1, 13, (4,), generator=g))
@@ -41,6 +43,14 @@ def observe_attention(attention, trials: int = 8, seed: int = 201) -> Observatio
     output, weights = _pair(attention(Q, K, V), case)
     seen.close(f"weights for {case}", weights, torch.float32)
     seen.close(f"output for {case}", output, torch.float32)
+    # Gradients: every weight and value depends smoothly on Q, K and V.
+    Q, K, V = (torch.randn(2, T, d, generator=g, dtype=torch.float64).requires_grad_() for T, d in ((4, 3), (5, 3), (5, 2)))
+    upstream = torch.randn(2, 4, 2, generator=g, dtype=torch.float64)
+    case = f"gradients for Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
+    output, _ = _pair(attention(Q, K, V), case)
+    (output * upstream).sum().backward()
+    for name, tensor in zip("QKV", (Q, K, V)):
+        seen.close(f"{case}: the gradient reaching {name}", tensor.grad, torch.float64)
     return seen
 
 

@@ -48,6 +48,16 @@ def offset_sign_flipped(T_q, T_k=None, device=None):
     return j <= i - offset
 
 
+@mistake("causal_mask", "a query that may see no key got keys from the end of its row: in a loop, `mask[i, :stop]` "
+         "with a negative stop counts from the end. When T_k < T_q the first queries see nothing: use max(stop, 0).")
+def loop_negative_stop(T_q, T_k=None, device=None):
+    T_k = T_q if T_k is None else T_k
+    mask = torch.zeros(T_q, T_k, dtype=torch.bool, device=device)
+    for i in range(T_q):
+        mask[i, : i + T_k - T_q + 1] = True
+    return mask
+
+
 def _real(lengths, T):
     return torch.arange(T, device=lengths.device) < lengths[:, None]  # (B, T)
 

@@ -1,4 +1,7 @@
-"""Mutants and variants for notebook 03."""
+"""Mutants and variants for notebook 03.
+
+`NEEDS_SECOND_DEVICE` lists the mutants only a second real device (CUDA or MPS) can catch: they put their result on
+the CPU whatever device was asked for, which on a CPU-only machine is right. tests/test_mutants.py skips them there."""
 import math
 
 import torch
@@ -11,9 +14,8 @@ from autograder.reference.masking import padding_mask as reference_padding
 
 # ---------------------------------------------------------------- causal_mask
 
-def causal_built_on_cpu(T_q, T_k=None, device=None):  # ignores device: builds on the CPU, moves only to CUDA
-    mask = reference_causal(T_q, T_k)
-    return mask if device is None or torch.device(device).type == "meta" else mask.to(device)
+def causal_built_on_cpu(T_q, T_k=None, device=None):  # ignores device: the mask stays on the default device
+    return reference_causal(T_q, T_k)
 
 
 def causal_as_float(T_q, T_k=None, device=None):  # 0/1 floats instead of booleans
@@ -38,11 +40,23 @@ def causal_triu_variant(T_q, T_k=None, device=None):  # the complement of the st
     return ~torch.ones(T_q, T_k, device=device).triu(diagonal=T_k - T_q + 1).bool()
 
 
+def causal_loops_variant(T_q, T_k=None, device=None):  # a Python loop over the queries, sizes read with int()
+    T_k = int(T_q if T_k is None else T_k)
+    mask = torch.zeros(int(T_q), T_k, dtype=torch.bool, device=device)
+    for i in range(int(T_q)):
+        mask[i, : max(i + T_k - T_q + 1, 0)] = True
+    return mask
+
+
+def causal_moved_variant(T_q, T_k=None, device=None):  # built on the CPU, then moved: slower, but the same mask
+    mask = reference_causal(T_q, T_k)
+    return mask if device is None else mask.to(device)
+
+
 # ---------------------------------------------------------------- padding_mask
 
 def padding_built_on_cpu(lengths, T):  # ignores lengths.device
-    return reference_padding(lengths.cpu(), T) if lengths.device.type != "meta" else \
-        (torch.arange(T) < torch.zeros(lengths.shape[0], 1, dtype=torch.long))[:, None]
+    return reference_padding(lengths.cpu(), T)
 
 
 def padding_as_long(lengths, T):
@@ -50,7 +64,11 @@ def padding_as_long(lengths, T):
 
 
 def padding_uses_max_length(lengths, T):  # ignores T: the mask is only as long as the longest sequence
-    return reference_padding(lengths, int(lengths.max())) if lengths.device.type != "meta" else reference_padding(lengths, T)
+    return reference_padding(lengths, int(lengths.max()))
+
+
+def padding_changes_lengths(lengths, T):  # unsqueeze_ reshapes the caller's tensor
+    return (torch.arange(T, device=lengths.device) < lengths.unsqueeze_(-1)).unsqueeze(1)
 
 
 def padding_loop_over_positions_variant(lengths, T):  # a loop over positions needs no numbers from lengths
@@ -58,6 +76,23 @@ def padding_loop_over_positions_variant(lengths, T):  # a loop over positions ne
     mask = torch.stack(columns, dim=-1) if columns else torch.zeros(lengths.shape[0], 0, dtype=torch.bool,
                                                                     device=lengths.device)
     return mask.unsqueeze(1)
+
+
+def padding_tolist_variant(lengths, T):  # the loop a student writes first: lengths read on the host
+    mask = torch.zeros(len(lengths), 1, T, dtype=torch.bool, device=lengths.device)
+    for b, n in enumerate(lengths.tolist()):
+        mask[b, 0, :n] = True
+    return mask
+
+
+def padding_int_variant(lengths, T):  # one row at a time, each length read with int()
+    rows = [torch.arange(T, device=lengths.device) < int(lengths[b]) for b in range(lengths.shape[0])]
+    return torch.stack(rows).unsqueeze(1)
+
+
+def padding_item_variant(lengths, T):  # .item() and a list of Python booleans
+    rows = [[t < lengths[b].item() for t in range(T)] for b in range(len(lengths))]
+    return torch.tensor(rows, dtype=torch.bool, device=lengths.device).reshape(len(lengths), 1, T)
 
 
 def padding_view_variant(lengths, T):
@@ -115,6 +150,14 @@ def attention_inverts_mask_in_place(Q, K, V, mask=None):  # logical_not_ flips t
     return weights @ V, weights
 
 
+def attention_softmax_by_hand_overflows(Q, K, V, mask=None):  # exp(scores) without the row maximum subtracted
+    e = torch.exp(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]))
+    if mask is not None:
+        e = e * mask
+    weights = e / e.sum(-1, keepdim=True).clamp_min(1e-30)  # guarded against empty rows, not against overflow
+    return weights @ V, weights
+
+
 def attention_minus_1e9_variant(Q, K, V, mask=None):  # a large negative fill, then empty rows zeroed explicitly
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
     if mask is None:
@@ -169,6 +212,21 @@ def attention_loops_variant(Q, K, V, mask=None):
     return weights @ V, weights
 
 
+def attention_rows_item_variant(Q, K, V, mask=None):  # one query row at a time; .item(), .tolist() and int()
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(int(Q.shape[-1]))
+    allowed = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.expand(scores.shape)
+    rows = []
+    for s, m in zip(scores.reshape(-1, scores.shape[-1]), allowed.reshape(-1, scores.shape[-1])):
+        if m.sum().item() == 0:
+            rows.append(torch.zeros_like(s))
+            continue
+        keep = [j for j, ok in enumerate(m.tolist()) if ok]
+        e = torch.exp(s[keep] - s[keep].max().item())
+        rows.append(torch.zeros_like(s).index_put((torch.tensor(keep, device=s.device),), e / e.sum()))
+    weights = torch.stack(rows).reshape(scores.shape)
+    return weights @ V, weights
+
+
 MUTANTS = [
     ("causal_mask", causal_built_on_cpu),
     ("causal_mask", causal_as_float),
@@ -177,22 +235,32 @@ MUTANTS = [
     ("padding_mask", padding_built_on_cpu),
     ("padding_mask", padding_as_long),
     ("padding_mask", padding_uses_max_length),
+    ("padding_mask", padding_changes_lengths),
     ("masked_attention", attention_mutates_q),
     ("masked_attention", attention_unnormalised),
     ("masked_attention", attention_float32),
     ("masked_attention", attention_renormalised_without_guard),
     ("masked_attention", attention_additive_float_mask),
     ("masked_attention", attention_inverts_mask_in_place),
+    ("masked_attention", attention_softmax_by_hand_overflows),
 ]
+
+NEEDS_SECOND_DEVICE = {causal_built_on_cpu, padding_built_on_cpu}
 
 VARIANTS = [
     ("causal_mask", causal_tril_variant),
     ("causal_mask", causal_triu_variant),
+    ("causal_mask", causal_loops_variant),
+    ("causal_mask", causal_moved_variant),
     ("padding_mask", padding_loop_over_positions_variant),
     ("padding_mask", padding_view_variant),
+    ("padding_mask", padding_tolist_variant),
+    ("padding_mask", padding_int_variant),
+    ("padding_mask", padding_item_variant),
     ("masked_attention", attention_minus_1e9_variant),
     ("masked_attention", attention_finfo_min_variant),
     ("masked_attention", attention_float64_variant),
     ("masked_attention", attention_einsum_exp_variant),
     ("masked_attention", attention_loops_variant),
+    ("masked_attention", attention_rows_item_variant),
 ]
