@@ -76,6 +76,22 @@ def loops_variant(Q, K, V):
     return output, torch.stack(all_weights).reshape(*batch, Q.shape[-2], K.shape[-2])
 
 
+def rows_item_variant(Q, K, V):  # one query at a time; sizes read with int(), each row's maximum with .item()
+    d_k = int(Q.shape[-1])
+    batch = Q.shape[:-2]
+    q, k, v = (t.reshape(-1, *t.shape[-2:]) for t in (Q, K, V))
+    all_weights = []
+    for b in range(int(q.shape[0])):
+        rows = []
+        for i in range(int(q.shape[1])):
+            scores = (k[b] @ q[b, i]) / d_k ** 0.5
+            e = torch.exp(scores - scores.max().item())
+            rows.append(e / e.sum())
+        all_weights.append(torch.stack(rows))
+    weights = torch.stack(all_weights).reshape(*batch, Q.shape[-2], K.shape[-2])
+    return weights @ V, weights
+
+
 def float64_variant(Q, K, V):  # computes in float64, returns the inputs' dtype
     output, weights = reference(Q.double(), K.double(), V.double())
     return output.to(Q.dtype), weights.to(Q.dtype)
@@ -108,6 +124,7 @@ MUTANTS = [
 VARIANTS = [
     ("attention", einsum_variant),
     ("attention", loops_variant),
+    ("attention", rows_item_variant),
     ("attention", float64_variant),
     ("attention", scale_both_variant),
     ("attention", stable_exp_variant),
