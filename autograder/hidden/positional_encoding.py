@@ -50,6 +50,11 @@ def observe_token_and_position_embedding(TokenAndPositionEmbedding, trials: int 
                        sorted(name for name, p in module.named_parameters() if p.requires_grad), show=True)
             with torch.no_grad():
                 module.embed.weight.copy_(weight)
+            if shape[-1] == max_len:
+                full = f"{what} on exactly max_len={max_len} tokens: the exception it raises (only longer sequences may)"
+                seen.raises(full, lambda: module(tokens))
+                if seen.values()[full] != "nothing":
+                    continue  # its values cannot be observed; the line above already fails the test
             for device, dtype in grid():
                 m = module.to(device=device, dtype=dtype)
                 seen.close(f"{what} on tokens of shape {tuple(tokens.shape)} ({device.type}, {dtype})",
