@@ -3,12 +3,15 @@ the same fresh weights by parameter name (drawn from the name, so the order the 
 matter); the names and shapes themselves are an observation. `TransformerBlock` runs with stand-in parts built from
 torch's own layers, so that it grades only how the block joins its parts."""
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, generator, grid, hidden_test
+from autograder.hidden.models import blocked_for_torch
+from autograder.hidden.observe import (HiddenTestFailed, Observations, Rule, generator, grid, hidden_test,
+                                       substituted_globals)
 
 
 # ---- weights by name ----
@@ -83,6 +86,18 @@ def _shape(tensor) -> str:
 
 # ---- the hidden tests ----
 
+def _attend(seen: Observations, module: nn.Module, what: str, x_q, x_kv, mask) -> None:
+    """What `module` returns, weights and output, on every device and dtype."""
+    what += f" on x_q {_shape(x_q)}, x_kv {_shape(x_kv)}, mask {_shape(mask)}"
+    for device, dtype in grid():
+        case = f"{what} ({device.type}, {dtype})"
+        result = module.to(device, dtype)(_on(x_q, device, dtype), _on(x_kv, device, dtype), _on(mask, device))
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise HiddenTestFailed(f"{case}: expected a tuple (output, weights)")
+        seen.close(f"weights for {case}", result[1], dtype)
+        seen.close(f"output for {case}", result[0], dtype)
+
+
 def observe_multi_head_attention(MultiHeadAttention, trials: int = 8, seed: int = 401) -> Observations:
     seen = Observations()
     g = generator(seed)
@@ -105,15 +120,29 @@ def observe_multi_head_attention(MultiHeadAttention, trials: int = 8, seed: int 
         x_kv = torch.randn(B, T_k, d_model, generator=g, dtype=torch.float64) if cross else None
         what = f"case {trial + 1}: " + described("MultiHeadAttention", {"d_model": d_model, "n_heads": n_heads})
         module = fresh_weights(seen, MultiHeadAttention(d_model, n_heads), what, weights_seed, spread=2.0)
-        what += f" on x_q {_shape(x_q)}, x_kv {_shape(x_kv)}, mask {_shape(mask)}"
-        for device, dtype in grid():
-            m = module.to(device, dtype)
-            case = f"{what} ({device.type}, {dtype})"
-            result = m(_on(x_q, device, dtype), _on(x_kv, device, dtype), _on(mask, device))
-            if not (isinstance(result, tuple) and len(result) == 2):
-                raise HiddenTestFailed(f"{case}: expected a tuple (output, weights)")
-            seen.close(f"weights for {case}", result[1], dtype)
-            seen.close(f"output for {case}", result[0], dtype)
+        _attend(seen, module, what, x_q, x_kv, mask)
+    # The edges: one query, one key, one sequence; a 4-d mask that broadcasts over the batch; a 2-d mask for
+    # sequences of different lengths; dropout > 0 in eval mode (no dropout at all).
+    edges = [  # (B, T_q, T_k, n_heads, d_head, mask kind, dropout)
+        (1, 1, None, 2, 3, "causal", 0.0), (2, 1, 6, 3, 2, "per head", 0.0), (3, 5, 2, 2, 2, "padding", 0.0),
+        (2, 4, 7, 4, 2, "(1, n_heads, T_q, T_k)", 0.0), (2, 3, 5, 1, 4, "(T_q, T_k)", 0.0),
+        (3, 6, 4, 3, 3, "(B, T_q, T_k)", 0.4), (2, 5, None, 2, 4, "causal", 0.3)]
+    for case, (B, T_q, T_k, n_heads, d_head, kind, dropout) in enumerate(edges, start=trials + 1):
+        d_model, cross = n_heads * d_head, T_k is not None
+        T_k = T_k or T_q
+        mask = {"causal": torch.ones(T_q, T_k, dtype=torch.bool).tril(),
+                "per head": _mask((B, n_heads, T_q, T_k), g),
+                "padding": _mask((B, 1, T_k), g),
+                "(1, n_heads, T_q, T_k)": _mask((1, n_heads, T_q, T_k), g),
+                "(T_q, T_k)": _mask((T_q, T_k), g),
+                "(B, T_q, T_k)": _mask((B, T_q, T_k), g)}[kind]
+        weights_seed = case_seed(g)
+        x_q = torch.randn(B, T_q, d_model, generator=g, dtype=torch.float64)
+        x_kv = torch.randn(B, T_k, d_model, generator=g, dtype=torch.float64) if cross else None
+        init = {"d_model": d_model, "n_heads": n_heads, **({"dropout": dropout} if dropout else {})}
+        what = f"case {case}: " + described("MultiHeadAttention", init) + (" in eval mode" if dropout else "")
+        module = fresh_weights(seen, MultiHeadAttention(**init), what, weights_seed, spread=2.0).eval()
+        _attend(seen, module, what, x_q, x_kv, mask)
     return seen
 
 
@@ -150,8 +179,10 @@ def observe_feed_forward(FeedForward, trials: int = 6, seed: int = 403) -> Obser
         batch = tuple(_sizes(g, 1, 5, int(torch.randint(0, 3, (1,), generator=g))))
         weights_seed = case_seed(g)
         x = torch.randn(*batch, d_model, generator=g, dtype=torch.float64)
-        what = f"case {trial + 1}: " + described("FeedForward", {"d_model": d_model, "d_ff": d_ff})
-        _everywhere(seen, fresh_weights(seen, FeedForward(d_model, d_ff), what, weights_seed, spread=2.0), x, what)
+        init = {"d_model": d_model, "d_ff": d_ff, **({"dropout": 0.5} if trial == trials - 1 else {})}
+        what = f"case {trial + 1}: " + described("FeedForward", init) + (" in eval mode" if "dropout" in init else "")
+        module = fresh_weights(seen, FeedForward(**init), what, weights_seed, spread=2.0).eval()
+        _everywhere(seen, module, x, what)
     return seen
 
 
@@ -163,42 +194,39 @@ class StandInAttention(nn.Module):
     (B, T_q, T_k) for every head, 4 to (B, n_heads, T_q, T_k)). Not the exercise: torch's parameter layout
     (one in_proj_weight) and weights averaged over the heads, (B, T_q, T_k)."""
 
-    def __init__(self, d_model: int, n_heads: int):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
         self.n_heads = n_heads
         self.inner = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
 
     def forward(self, x_q, x_kv=None, mask=None):
         x_kv = x_q if x_kv is None else x_kv
-        blocked = None
-        if mask is not None:
-            (B, T_q, _), T_k = x_q.shape, x_kv.shape[1]
-            if mask.dim() == 4:
-                allowed = mask.expand(B, self.n_heads, T_q, T_k)
-            else:
-                allowed = mask.expand(B, T_q, T_k)[:, None].expand(B, self.n_heads, T_q, T_k)
-            allowed = allowed | ~allowed.any(-1, keepdim=True)  # no query without a key: torch would give NaN
-            blocked = ~allowed.reshape(B * self.n_heads, T_q, T_k)  # torch: True = may not attend
+        blocked = blocked_for_torch(mask, x_q.shape[0], self.n_heads, x_q.shape[1], x_kv.shape[1])
         return self.inner(x_q, x_kv, x_kv, attn_mask=blocked)
 
 
-class StandInFeedForward(nn.Module):
-    """Stands where the block's `ff` is: tanh of one linear layer, d_model -> d_model. Not the exercise's
-    feed-forward network (no fc1/fc2, no d_ff, no ReLU)."""
+class StandInFeedForward(nn.Sequential):
+    """Stands where the block's `ff` is: fc1, tanh, fc2 (torch's layers). Not the exercise's network, whose
+    activation is a ReLU: a stand-in only has to be the same on both sides."""
 
-    def __init__(self, d_model: int):
-        super().__init__()
-        self.linear = nn.Linear(d_model, d_model)
-
-    def forward(self, x):
-        return torch.tanh(self.linear(x))
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__(OrderedDict(fc1=nn.Linear(d_model, d_ff), act=nn.Tanh(), fc2=nn.Linear(d_ff, d_model)))
 
 
-def with_stand_ins(block: nn.Module, d_model: int, n_heads: int) -> nn.Module:
-    """`block` with stand-ins for attn, ff, norm1 and norm2 (torch's nn.LayerNorm for the norms): the block's test
+STAND_IN_CLASSES = {"MultiHeadAttention": StandInAttention, "FeedForward": StandInFeedForward,
+                    "LayerNorm": nn.LayerNorm}
+
+
+def block_with_stand_ins(TransformerBlock, init: dict) -> nn.Module:
+    """`TransformerBlock(**init)` with stand-ins for attn, ff, norm1 and norm2 (torch's nn.LayerNorm for the norms):
+    built with the stand-in classes in place of the notebook's own (so a part that cannot even be built costs
+    nothing here), then put in the four places in case the block made its parts another way. The block's test
     grades how the block joins its parts; a mistake in a part costs points in that part's test only."""
+    with substituted_globals(TransformerBlock.__init__, **STAND_IN_CLASSES):
+        block = TransformerBlock(**init)
+    d_model, n_heads, d_ff = init["d_model"], init["n_heads"], init["d_ff"]
     block.attn = StandInAttention(d_model, n_heads)
-    block.ff = StandInFeedForward(d_model)
+    block.ff = StandInFeedForward(d_model, d_ff)
     block.norm1 = nn.LayerNorm(d_model)
     block.norm2 = nn.LayerNorm(d_model)
     return block
@@ -223,26 +251,32 @@ def observe_transformer_block(TransformerBlock, trials: int = 10, seed: int = 40
     for init, shown in [({}, "TransformerBlock(8, 2, 16)"),
                         ({"norm_first": False}, "TransformerBlock(8, 2, 16, norm_first=False)")]:
         what = f"{shown} {STAND_INS}"
-        block = fresh_weights(seen, with_stand_ins(TransformerBlock(8, 2, 16, **init), 8, 2), what, weights_seed)
+        block = fresh_weights(seen, block_with_stand_ins(TransformerBlock, {"d_model": 8, "n_heads": 2, "d_ff": 16,
+                                                                             **init}), what, weights_seed)
         seen.close(f"{what} on x {tuple(x.shape)} (cpu, torch.float32)", _one_tensor(block(x.clone()), what))
-    # Both norm orders with every kind of mask: none, (T, T) causal, (B, 1, T), (B, T, T), (B, n_heads, T, T).
+    # Both norm orders with every kind of mask: none, (T, T) causal, (B, 1, T), (B, T, T), (B, n_heads, T, T);
+    # then the edges: one position, one sequence, dropout > 0 in eval mode (no dropout at all).
+    cases = []
     for trial in range(trials):
         n_heads, d_head, B, T = _sizes(g, 1, 5, 4)
-        d_ff = _sizes(g, 1, 33, 1)[0]
-        init = {"d_model": n_heads * d_head, "n_heads": n_heads, "d_ff": d_ff, "norm_first": trial % 2 == 1}
-        kind = (trial // 2) % 5
+        cases.append((n_heads, d_head, B, T, _sizes(g, 1, 33, 1)[0], trial % 2 == 1, (trial // 2) % 5, 0.0))
+    cases += [(2, 3, 1, 1, 7, False, 1, 0.0), (3, 2, 2, 1, 5, True, 4, 0.0), (1, 4, 1, 6, 9, True, 2, 0.0),
+              (2, 2, 3, 5, 8, False, 3, 0.3), (2, 4, 2, 4, 12, True, 1, 0.5)]
+    for case, (n_heads, d_head, B, T, d_ff, norm_first, kind, dropout) in enumerate(cases, start=1):
+        init = {"d_model": n_heads * d_head, "n_heads": n_heads, "d_ff": d_ff, "norm_first": norm_first,
+                **({"dropout": dropout} if dropout else {})}
         mask = [None, torch.ones(T, T, dtype=torch.bool).tril(), _mask((B, 1, T), g), _mask((B, T, T), g),
                 _mask((B, n_heads, T, T), g)][kind]
         weights_seed = case_seed(g)
         x = 2 * torch.randn(B, T, init["d_model"], generator=g, dtype=torch.float64)
-        what = f"case {trial + 1}: {described('TransformerBlock', init)} {STAND_INS}"
-        block = fresh_weights(seen, with_stand_ins(TransformerBlock(**init), init["d_model"], n_heads), what,
-                              weights_seed, spread=2.0)
+        what = f"case {case}: {described('TransformerBlock', init)} {STAND_INS}" + (" in eval mode" if dropout else "")
+        block = fresh_weights(seen, block_with_stand_ins(TransformerBlock, init), what, weights_seed,
+                              spread=2.0).eval()
         what += f" on x {_shape(x)}, mask {_shape(mask)}"
         for device, dtype in grid():
-            case = f"{what} ({device.type}, {dtype})"
+            case_on = f"{what} ({device.type}, {dtype})"
             out = block.to(device, dtype)(_on(x, device, dtype), _on(mask, device))
-            seen.close(case, _one_tensor(out, case), dtype)
+            seen.close(case_on, _one_tensor(out, case_on), dtype)
     return seen
 
 

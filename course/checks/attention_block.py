@@ -4,8 +4,14 @@ Besides the stored values, each check copies the student's weights into PyTorch'
 (`nn.MultiheadAttention`, `nn.LayerNorm`, `nn.TransformerEncoderLayer`) and compares the outputs:
 what the student built is what the library runs. Torch's boolean masks mean the opposite of the
 course's (True = blocked there), so the checks hand them `~mask`.
+
+A check that runs a piece with a check of its own puts PyTorch's module in that piece's place,
+holding the student's weights (`with_torch_parts`): the block's check grades how the block joins
+its parts, and a mistake inside a part costs points in that part's check only.
 """
 from __future__ import annotations
+
+from collections import OrderedDict
 
 import torch
 from torch import nn
@@ -28,28 +34,42 @@ def _on(device: torch.device, dtype: torch.dtype) -> str:
 
 
 def _random_state(module: nn.Module, seed: int, spread: float = 1.0) -> dict:
-    """Random values for every entry of `module`'s state dict (float64, on the CPU)."""
+    """Random values for every parameter of `module`, by name (float64, on the CPU)."""
     g = torch.Generator().manual_seed(seed)
-    return {key: spread * torch.randn(value.shape, generator=g, dtype=torch.float64) / max(value.shape[-1], 1) ** 0.5
-            for key, value in module.state_dict().items()}
+    return {name: spread * torch.randn(p.shape, generator=g, dtype=torch.float64) / max(p.shape[-1], 1) ** 0.5
+            for name, p in module.named_parameters()}
 
 
-def load_weights(module: nn.Module, state: dict, where: str = "the stored weights") -> nn.Module:
-    """`module.load_state_dict(state, strict=True)`, failing with the keys that are missing or unexpected."""
-    try:
-        result = module.load_state_dict(state, strict=False)
-    except RuntimeError as exc:  # a parameter of the right name but the wrong shape
-        detail = str(exc).split("\n\t", 1)[-1].replace("\n\t", "; ")
-        fail(f"{where} do not fit your module: {detail}. Create each layer with the sizes the exercise gives.")
-    if result.missing_keys or result.unexpected_keys:
-        parts = []
-        if result.missing_keys:
-            parts.append(f"your module lacks {', '.join(result.missing_keys)}")
-        if result.unexpected_keys:
-            parts.append(f"these have no place in your module: {', '.join(result.unexpected_keys)}")
-        fail(f"{where} load by name (load_state_dict(strict=True)), and they do not fit: {'; '.join(parts)}. "
-             f"The module should have exactly the parameters {', '.join(state)}: use the submodule and "
-             "parameter names the exercise gives, and keep any other tensor out of the state dict.")
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:6]) + (f" (and {len(names) - 6} more)" if len(names) > 6 else "")
+
+
+def load_weights(module: nn.Module, state: dict, where: str = "the stored weights", hint: str = "") -> nn.Module:
+    """Copy the tensors of `state` into the parameters of `module` of the same names, failing with the names that
+    differ. Only parameters count: a module may hold buffers (persistent or not), submodules without parameters
+    and other attributes of its own; a buffer named in `state` is left alone. `hint` ends a failure message."""
+    own = dict(module.named_parameters())
+    buffers = {name for name, _ in module.named_buffers()}
+    absent = [name for name in state if name not in own and name not in buffers]
+    extra = [name for name in own if name not in state]
+    if absent or extra:
+        lines = [f"{where[:1].upper()}{where[1:]} are loaded by parameter name, and the names differ from your module's."]
+        if absent:
+            lines.append(f"Expected but not in your module: {_listed(absent)}.")
+        if extra:
+            lines.append(f"In your module but not expected: {_listed(extra)}.")
+        lines.append(hint or "Use exactly the submodule and parameter names of the exercise (self.<name> = ...), "
+                             "create no other parameters, and share no weights between submodules.")
+        fail("\n  ".join(lines))
+    wrong = [name for name in state if name in own and tuple(own[name].shape) != tuple(state[name].shape)]
+    if wrong:
+        name = wrong[0]
+        fail(f"{where[:1].upper()}{where[1:]} do not fit your module: {name} has shape {tuple(own[name].shape)}, "
+             f"but {tuple(state[name].shape)} was expected. Create each layer with the sizes the exercise gives.")
+    with torch.no_grad():
+        for name, tensor in state.items():
+            if name in own:
+                own[name].copy_(tensor)
     return module
 
 
@@ -118,15 +138,59 @@ def torch_attention(module: nn.Module, n_heads: int) -> nn.MultiheadAttention:
     return theirs
 
 
-def torch_mask(mask: torch.Tensor | None, batch: int, n_heads: int) -> torch.Tensor | None:
-    """The course's mask (True = may attend) as torch's attn_mask (True = blocked, (T_q, T_k) or (B*heads, T_q, T_k))."""
+def torch_mask(mask: torch.Tensor | None, batch: int, n_heads: int, T_q: int, T_k: int) -> torch.Tensor | None:
+    """The course's mask (True = may attend; up to 3 dimensions for every head, 4 per head) as torch's attn_mask
+    (True = blocked), (batch * n_heads, T_q, T_k)."""
     if mask is None:
         return None
-    if mask.dim() == 2:
-        return ~mask
-    if mask.dim() == 3:
-        return ~mask.expand(batch, -1, -1).repeat_interleave(n_heads, dim=0)
-    return ~mask.expand(batch, n_heads, -1, -1).reshape(batch * n_heads, *mask.shape[-2:])
+    allowed = mask.unsqueeze(-3) if mask.dim() == 3 else mask  # (B, T_q, T_k) -> (B, 1, T_q, T_k)
+    return ~allowed.expand(batch, n_heads, T_q, T_k).reshape(batch * n_heads, T_q, T_k)
+
+
+# ---------------------------------------------------------------- stand-ins: PyTorch's modules in a part's place
+
+class TorchAttention(nn.Module):
+    """Stands in for a MultiHeadAttention: PyTorch's nn.MultiheadAttention holding its weights, called as the
+    exercise is, forward(x_q, x_kv=None, mask=None) -> (output (B, T_q, d_model), weights (B, n_heads, T_q, T_k)),
+    with the course's masks. Every query needs a key it may attend to (torch gives NaN otherwise)."""
+
+    def __init__(self, attention: nn.Module, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.inner = torch_attention(attention, n_heads)
+
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        blocked = torch_mask(mask, x_q.shape[0], self.n_heads, x_q.shape[1], x_kv.shape[1])
+        return self.inner(x_q, x_kv, x_kv, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+
+
+def torch_feed_forward(ff: nn.Module) -> nn.Sequential:
+    """Stands in for a FeedForward: nn.Sequential(fc1, ReLU, fc2) on the same fc1 and fc2."""
+    return nn.Sequential(OrderedDict(fc1=ff.fc1, relu=nn.ReLU(), fc2=ff.fc2))
+
+
+def torch_norm(norm: nn.Module) -> nn.LayerNorm:
+    """Stands in for a LayerNorm: nn.LayerNorm (eps 1e-5) holding a copy of its weight and bias."""
+    weight = norm.weight
+    theirs = nn.LayerNorm(weight.shape[0], device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        theirs.weight.copy_(weight)
+        theirs.bias.copy_(norm.bias)
+    return theirs
+
+
+def with_torch_parts(module: nn.Module, n_heads: int, attention=(), feed_forward=(), norms=()) -> nn.Module:
+    """`module` with PyTorch's modules, holding the same weights, in place of its submodules named in `attention`
+    (MultiHeadAttention), `feed_forward` (FeedForward) and `norms` (LayerNorm). Call it after the weights are
+    loaded: from then on the module's own code joins PyTorch's parts."""
+    for name in attention:
+        setattr(module, name, TorchAttention(getattr(module, name), n_heads))
+    for name in feed_forward:
+        setattr(module, name, torch_feed_forward(getattr(module, name)))
+    for name in norms:
+        setattr(module, name, torch_norm(getattr(module, name)))
+    return module
 
 
 def check_multi_head_attention(MultiHeadAttention) -> None:
@@ -187,7 +251,7 @@ def check_multi_head_attention(MultiHeadAttention) -> None:
                 try:
                     output, weights = call_mha(module, q, None if x_kv is None else kv, m)
                     with torch.no_grad():
-                        their_output, their_weights = theirs(q, kv, kv, attn_mask=torch_mask(m, B, h),
+                        their_output, their_weights = theirs(q, kv, kv, attn_mask=torch_mask(m, B, h, T, kv.shape[1]),
                                                              need_weights=True, average_attn_weights=False)
                     expect_tensor("The weights", weights, shape=their_weights.shape, dtype=dtype, device=device)
                     _same("The weights", weights, their_weights, dtype)
@@ -440,10 +504,24 @@ def torch_block(block: nn.Module, n_heads: int, d_ff: int, norm_first: bool) -> 
     return theirs
 
 
+BLOCK_PARTS = {"attention": ("attn",), "feed_forward": ("ff",), "norms": ("norm1", "norm2")}
+
+
+def block_with_torch_parts(block: nn.Module, n_heads: int) -> nn.Module:
+    """`block` with PyTorch's attention, feed-forward network and layer norms in attn, ff, norm1 and norm2."""
+    return with_torch_parts(block, n_heads, **BLOCK_PARTS)
+
+
 def check_transformer_block(TransformerBlock) -> None:
-    """Submodules and state dict, stored values for both norm orders on every device and dtype (naming
-    known mistakes), equality with nn.TransformerEncoderLayer, causality."""
+    """Submodules and parameters, then, with PyTorch's own parts in attn, ff, norm1 and norm2 (holding the student's
+    weights): stored values for both norm orders on every device and dtype (naming known mistakes), equality with
+    nn.TransformerEncoderLayer, causality, the default norm order and dropout."""
     fixture = load("attention_block")["TransformerBlock"]
+
+    def build(init, device=CPU, dtype=torch.float64, state=None):
+        """The student's block, its weights loaded, with PyTorch's parts inside."""
+        module = _build(TransformerBlock, init, device, dtype, state)
+        return block_with_torch_parts(module, init["n_heads"])
 
     def structure():
         c = fixture["cases"][0]
@@ -457,13 +535,13 @@ def check_transformer_block(TransformerBlock) -> None:
     def values_on(device, dtype):
         def step():
             for c in fixture["cases"]:
-                module = _build(TransformerBlock, c["init"], device, dtype, c["state"])
+                module = build(c["init"], device, dtype, c["state"])
                 out = module(c["x"].to(device, dtype, copy=True), c["mask"].to(device, copy=True))
                 try:
                     expect_tensor("The output", out, shape=c["expected"].shape, dtype=dtype, device=device)
                     expect_values("The output", out, c["expected"], dtype, c["mistakes"])
                 except CheckFailed as exc:
-                    fail(f"norm_first={c['init']['norm_first']}, with a causal mask: {exc.args[0]}")
+                    fail(f"norm_first={c['init']['norm_first']}, with a causal mask: {exc.args[0]}\n  {PARTS_NOTE}")
         return step
 
     def like_torch(device, dtype):
@@ -473,13 +551,14 @@ def check_transformer_block(TransformerBlock) -> None:
             causal = torch.ones(T, T, dtype=torch.bool).tril().to(device)
             padding = torch.tensor([[True] * T, [True] * 4 + [False] * 2], device=device)  # (B, T)
             for norm_first in (False, True):
-                module = _build(TransformerBlock, {"d_model": d, "n_heads": h, "d_ff": d_ff,
-                                                   "norm_first": norm_first}, device, dtype)
+                init = {"d_model": d, "n_heads": h, "d_ff": d_ff, "norm_first": norm_first}
+                module = _build(TransformerBlock, init, device, dtype)
                 load_weights(module, _random_state(module, 72 + norm_first, spread=2.0), "Random weights")
                 with torch.no_grad():  # LayerNorm weights around 1
                     for norm in (module.norm1, module.norm2):
                         norm.weight.add_(1.0)
                 theirs = torch_block(module, h, d_ff, norm_first)
+                block_with_torch_parts(module, h)
                 x = (2 * torch.randn(B, T, d, generator=g)).to(device, dtype)
                 for label, ours_mask, their_masks in [
                         ("without a mask", None, {}),
@@ -491,7 +570,7 @@ def check_transformer_block(TransformerBlock) -> None:
                         _same("The output", module(x, ours_mask), expected, dtype)
                     except CheckFailed as exc:
                         fail(f"norm_first={norm_first}, {label}, compared with nn.TransformerEncoderLayer holding "
-                             f"your weights: {exc.args[0]}")
+                             f"your weights: {exc.args[0]}\n  {PARTS_NOTE}")
         return step
 
     def causality():
@@ -499,7 +578,7 @@ def check_transformer_block(TransformerBlock) -> None:
         T, changed = 7, 4
         causal = torch.ones(T, T, dtype=torch.bool).tril()
         for norm_first in (False, True):
-            module = _build(TransformerBlock, {"d_model": 8, "n_heads": 2, "d_ff": 16, "norm_first": norm_first})
+            module = build({"d_model": 8, "n_heads": 2, "d_ff": 16, "norm_first": norm_first})
             x = torch.randn(2, T, 8, generator=g, dtype=torch.float64)
             y = x.clone()
             y[:, changed] = torch.randn(2, 8, generator=g, dtype=torch.float64)
@@ -508,7 +587,7 @@ def check_transformer_block(TransformerBlock) -> None:
                 first = int(torch.nonzero(moved[:changed] > 1e-9)[0])
                 fail(f"norm_first={norm_first}: with a causal mask, changing token {changed} changed the output at "
                      f"position {first}. Pass the mask on to the attention; nothing else in the block may mix "
-                     "positions.")
+                     f"positions.\n  {PARTS_NOTE}")
 
     def parameter_count():
         for norm_first in (False, True):
@@ -522,27 +601,33 @@ def check_transformer_block(TransformerBlock) -> None:
     def post_norm_by_default():
         init = {"d_model": 8, "n_heads": 2, "d_ff": 16}
         default = _build(TransformerBlock, init)
-        explicit = _build(TransformerBlock, {**init, "norm_first": False}, state=default.state_dict())
+        explicit = _build(TransformerBlock, {**init, "norm_first": False},
+                          state=dict(default.named_parameters()))
+        default, explicit = (block_with_torch_parts(b, 2) for b in (default, explicit))
         x = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(74), dtype=torch.float64)
         if not _same_tensors(default(x), explicit(x)):
             fail("TransformerBlock(8, 2, 16) differs from TransformerBlock(8, 2, 16, norm_first=False) with the same "
                  "weights: norm_first defaults to False, the paper's post-norm.")
 
     def deterministic():
-        module = _build(TransformerBlock, {"d_model": 8, "n_heads": 2, "d_ff": 16}).train()
+        module = build({"d_model": 8, "n_heads": 2, "d_ff": 16}).train()
         x = torch.randn(2, 4, 8, dtype=torch.float64)
         _expect_deterministic("TransformerBlock(8, 2, 16)", lambda: module(x))
 
-    steps = [("has attn, ff, norm1, norm2 and loads weights by name", structure)]
+    steps = [("has attn, ff, norm1, norm2 and loads weights by name", structure),
+             ("has as many parameters as nn.TransformerEncoderLayer", parameter_count)]
     steps += [(f"matches the stored values (post-norm and pre-norm) on {_on(d, t)}", values_on(d, t))
               for d, t in _grid()]
     steps += [(f"equals nn.TransformerEncoderLayer with the same weights (both norm_first) on {_on(d, t)}",
                like_torch(d, t)) for d, t in _grid()]
     steps += [("changing a later token changes no earlier output (causal mask)", causality),
-              ("has as many parameters as nn.TransformerEncoderLayer", parameter_count),
               ("norm_first defaults to False (post-norm)", post_norm_by_default),
               ("is deterministic with the default dropout=0.0", deterministic)]
     run_steps("TransformerBlock", steps)
+
+
+PARTS_NOTE = ("(PyTorch's own attention, feed-forward network and layer norms, holding your weights, ran in attn, ff, "
+              "norm1 and norm2: the difference comes from how your block joins them.)")
 
 
 # ---------------------------------------------------------------- written_*

@@ -2,9 +2,11 @@
 import math
 
 import torch
+from einops import einsum, rearrange
 from torch import nn
 from torch.nn import functional as F
 
+from autograder.mistakes import for_exercise
 from autograder.mistakes.attention_block import _MHA, _head_mask, _merge, _split
 from autograder.reference.attention_block import FeedForward as RefFeedForward
 from autograder.reference.attention_block import LayerNorm as RefLayerNorm
@@ -326,6 +328,206 @@ class block_sublayer_list_variant(RefBlock):
         return x
 
 
+
+# ---------------------------------------------------------------- dropout that stays on in eval mode (mutants)
+
+class mha_dropout_in_eval(RefMHA):  # F.dropout without training=self.training
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        Q, K, V = (_split(layer(x), self.n_heads) for layer, x in ((self.W_q, x_q), (self.W_k, x_kv), (self.W_v, x_kv)))
+        _, weights = masked_attention(Q, K, V, _head_mask(mask))
+        return self.W_o(_merge(F.dropout(weights, self.dropout.p) @ V)), weights
+
+
+class ff_dropout_in_eval(RefFeedForward):
+    def forward(self, x):
+        return self.fc2(F.dropout(torch.relu(self.fc1(x)), self.dropout.p))
+
+
+class block_dropout_in_eval(RefBlock):
+    def forward(self, x, mask=None):
+        def drop(t):
+            return F.dropout(t, self.dropout.p)
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + drop(self.attn(h, h, mask)[0])
+            return x + drop(self.ff(self.norm2(x)))
+        x = self.norm1(x + drop(self.attn(x, x, mask)[0]))
+        return self.norm2(x + drop(self.ff(x)))
+
+
+class mha_weights_squeezed(RefMHA):  # .squeeze() drops the batch or head axis of size 1
+    def forward(self, x_q, x_kv=None, mask=None):
+        output, weights = super().forward(x_q, x_kv, mask)
+        return output, weights.squeeze()
+
+
+class mha_key_length_from_queries(RefMHA):  # K and V reshaped with T_q: cross-attention of another length breaks
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        B, T, d = x_q.shape
+        Q, K, V = (layer(x).reshape(B, T, self.n_heads, self.d_head).transpose(1, 2)
+                   for layer, x in ((self.W_q, x_q), (self.W_k, x_kv), (self.W_v, x_kv)))
+        out, weights = masked_attention(Q, K, V, _head_mask(mask))
+        return self.W_o(_merge(out)), weights
+
+
+# ---------------------------------------------------------------- MultiHeadAttention: more correct variants
+
+class mha_python_loops_variant(nn.Module):
+    """Plain Python: a loop over heads and over query positions, sizes read with int(), the softmax by hand, a guard
+    for a query that may attend to nothing."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError("d_model must be divisible by n_heads")
+        self.n_heads = n_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        B, T_q, T_k = int(x_q.shape[0]), int(x_q.shape[1]), int(x_kv.shape[1])
+        d_head = int(x_q.shape[2]) // self.n_heads
+        if mask is not None:
+            mask = (mask.unsqueeze(1) if mask.dim() == 3 else mask).expand(B, self.n_heads, T_q, T_k)
+        Q, K, V = self.W_q(x_q), self.W_k(x_kv), self.W_v(x_kv)
+        heads, all_weights = [], []
+        for h in range(self.n_heads):
+            cols = slice(h * d_head, (h + 1) * d_head)
+            rows_out, rows_weights = [], []
+            for i in range(T_q):
+                scores = (K[:, :, cols] @ Q[:, i, cols].unsqueeze(-1)).squeeze(-1) / math.sqrt(d_head)  # (B, T_k)
+                if mask is not None:
+                    allowed = mask[:, h, i]
+                    scores = scores.masked_fill(~allowed, float("-inf"))
+                    scores = scores.masked_fill(~allowed.any(-1, keepdim=True), 0.0)
+                e = torch.exp(scores - scores.max(-1, keepdim=True).values)
+                w = e / e.sum(-1, keepdim=True)
+                if mask is not None:
+                    w = w * allowed.any(-1, keepdim=True)
+                rows_weights.append(w)
+                rows_out.append((w.unsqueeze(1) @ V[:, :, cols]).squeeze(1))
+            heads.append(torch.stack(rows_out, dim=1))
+            all_weights.append(torch.stack(rows_weights, dim=1))
+        return self.W_o(torch.cat(heads, dim=-1)), torch.stack(all_weights, dim=1)
+
+
+class mha_einops_variant(RefMHA):
+    """einops.rearrange to split and merge the heads, einsum for the scores and the mixing."""
+
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        h = self.n_heads
+        Q = rearrange(self.W_q(x_q), "b t (h d) -> b h t d", h=h)
+        K = rearrange(self.W_k(x_kv), "b t (h d) -> b h t d", h=h)
+        V = rearrange(self.W_v(x_kv), "b t (h d) -> b h t d", h=h)
+        scores = einsum(Q, K, "b h q d, b h k d -> b h q k") / Q.shape[-1] ** 0.5
+        if mask is not None:
+            mask = rearrange(mask, "b q k -> b 1 q k") if mask.dim() == 3 else mask
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+        out = einsum(self.dropout(weights), V, "b h q k, b h k d -> b h q d")
+        return self.W_o(rearrange(out, "b h t d -> b t (h d)")), weights
+
+
+class mha_arena_style_variant(nn.Module):
+    """ARENA's layout: a persistent buffer IGNORE = -1e5 for masked scores, a non-persistent buffer, a parameter-free
+    nn.Softmax submodule and a plain attribute; the heads split with chunk and merged with cat."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"{d_model} features cannot be split into {n_heads} heads")
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+        self.register_buffer("IGNORE", torch.tensor(-1e5))
+        self.register_buffer("key_counts", torch.zeros(0, dtype=torch.long), persistent=False)
+        self.scale = 1 / math.sqrt(self.d_head)
+        self.softmax = nn.Softmax(dim=-1)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        Q, K, V = (torch.stack(layer(x).chunk(self.n_heads, dim=-1), dim=1)
+                   for layer, x in ((self.W_q, x_q), (self.W_k, x_kv), (self.W_v, x_kv)))
+        scores = Q @ K.transpose(-1, -2) * self.scale
+        if mask is not None:
+            scores = torch.where(_head_mask(mask), scores, self.IGNORE)
+        weights = self.softmax(scores)
+        out = self.drop(weights) @ V
+        return self.W_o(torch.cat(out.unbind(dim=1), dim=-1)), weights
+
+
+# ---------------------------------------------------------------- LayerNorm and FeedForward: more correct variants
+
+class ln_loop_over_vectors_variant(RefLayerNorm):
+    """One vector at a time, its size read with int()."""
+
+    def forward(self, x):
+        d = int(x.shape[-1])
+        rows = x.reshape(-1, d)
+        out = []
+        for i in range(int(rows.shape[0])):
+            v = rows[i]
+            mean = v.sum() / d
+            variance = ((v - mean) ** 2).sum() / d
+            out.append((v - mean) / torch.sqrt(variance + self.eps) * self.weight + self.bias)
+        return torch.stack(out).reshape(x.shape) if out else x.clone()
+
+
+class ff_sequential_alias_variant(nn.Module):
+    """fc1 and fc2, run through an nn.Sequential that holds the same layers (their parameters are named once)."""
+
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.net = nn.Sequential(self.fc1, nn.ReLU(), nn.Dropout(dropout), self.fc2)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+# ---------------------------------------------------------------- TransformerBlock: more correct variants
+
+class block_arena_style_variant(nn.Module):
+    """Its own names for the order (a string), a registered buffer, parts called with keywords and a loop over the
+    two sub-layers."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.order = "pre" if norm_first else "post"
+        self.attn = RefMHA(d_model, n_heads, dropout)
+        self.ff = RefFeedForward(d_model, d_ff, dropout)
+        self.norm1, self.norm2 = RefLayerNorm(d_model), RefLayerNorm(d_model)
+        self.register_buffer("IGNORE", torch.tensor(-1e5))
+
+    def forward(self, x, mask=None):
+        for norm, layer in ((self.norm1, lambda h: self.attn(x_q=h, mask=mask)[0]), (self.norm2, self.ff)):
+            x = x + layer(norm(x)) if self.order == "pre" else norm(x + layer(x))
+        return x
+
+
+def _block_with_wrong_part(kind: str, wrong) -> type:
+    """A correct block whose `kind` part (attn, ff or both norms) is a known mistake of that exercise: the block's
+    check and hidden test put stand-ins there, so the block keeps its points."""
+    places = {"MultiHeadAttention": ("attn",), "FeedForward": ("ff",), "LayerNorm": ("norm1", "norm2")}[kind]
+
+    class block(RefBlock):
+        def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=False):
+            super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
+            arguments = {"MultiHeadAttention": (d_model, n_heads, dropout), "FeedForward": (d_model, d_ff, dropout),
+                         "LayerNorm": (d_model,)}[kind]
+            for place in places:
+                setattr(self, place, wrong(*arguments))
+
+    block.__name__ = block.__qualname__ = f"block_with_{wrong.__name__}"
+    return block
+
+
+BLOCKS_WITH_WRONG_PARTS = [_block_with_wrong_part(m.exercise, m.impl)
+                           for kind in ("MultiHeadAttention", "FeedForward", "LayerNorm") for m in for_exercise(kind)]
+
 MUTANTS = [
     ("MultiHeadAttention", mha_values_not_projected),
     ("MultiHeadAttention", mha_keys_use_w_q),
@@ -355,6 +557,11 @@ MUTANTS = [
     ("TransformerBlock", block_returns_weights_too),
     ("TransformerBlock", block_one_norm_for_both),
     ("TransformerBlock", block_mask_inverted),
+    ("MultiHeadAttention", mha_dropout_in_eval),
+    ("MultiHeadAttention", mha_weights_squeezed),
+    ("MultiHeadAttention", mha_key_length_from_queries),
+    ("FeedForward", ff_dropout_in_eval),
+    ("TransformerBlock", block_dropout_in_eval),
 ]
 
 VARIANTS = [
@@ -367,4 +574,10 @@ VARIANTS = [
     ("FeedForward", ff_relu_module_variant),
     ("TransformerBlock", block_keyword_calls_variant),
     ("TransformerBlock", block_sublayer_list_variant),
-]
+    ("MultiHeadAttention", mha_python_loops_variant),
+    ("MultiHeadAttention", mha_einops_variant),
+    ("MultiHeadAttention", mha_arena_style_variant),
+    ("LayerNorm", ln_loop_over_vectors_variant),
+    ("FeedForward", ff_sequential_alias_variant),
+    ("TransformerBlock", block_arena_style_variant),
+] + [("TransformerBlock", block) for block in BLOCKS_WITH_WRONG_PARTS]
