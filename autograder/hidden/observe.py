@@ -25,11 +25,13 @@ from typing import Any, Callable
 import torch
 
 from course.checks.compare import is_close
+from course.checks.report import CheckFailed, describe_crash, is_stub
 from course.device import available_devices, supported_dtypes
 
 
 class HiddenTestFailed(AssertionError):
-    pass
+    """A hidden test found a wrong result, or the student's code raised while it ran (then the message names the
+    call, the error and the student's line, and the error is its `__cause__`)."""
 
 
 # ---- rules: how one observed value of the student's is judged against the reference's ----
@@ -229,7 +231,7 @@ def hidden_test(observe: Callable, **reference_names: str) -> Callable:
     exercise = exercise_of(observe)
 
     def test(*student):
-        seen = observe(*student)
+        seen = observe_or_explain(observe, *student)
         folder = records_folder()
         if folder is not None:
             record(folder, exercise, seen)
@@ -242,6 +244,20 @@ def hidden_test(observe: Callable, **reference_names: str) -> Callable:
     test.observe = observe
     test.reference_names = reference_names
     return test
+
+
+def observe_or_explain(observe: Callable, *student) -> Observations:
+    """`observe(*student)`; when the student's code raises, a HiddenTestFailed that says which call raised, with what
+    arguments, the error and the student's line: the message is what the feedback shows. A failure the test itself
+    reports, and the stub's bare NotImplementedError, pass through unchanged."""
+    try:
+        return observe(*student)
+    except (HiddenTestFailed, CheckFailed):
+        raise
+    except Exception as exc:  # noqa: BLE001: whatever the student's code raised, said in words
+        if is_stub(exc):
+            raise
+        raise HiddenTestFailed(describe_crash(exc, "the hidden test")) from exc
 
 
 _reference_observations: dict[tuple[str, str], Observations] = {}

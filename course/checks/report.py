@@ -1,18 +1,32 @@
-"""How a visible check talks to the student: one line per passed step, a short clear failure."""
+"""How a visible check talks to the student: one line per passed step, a short clear failure, and when the
+student's own code raises, which call raised, with what, and on which of their lines."""
 from __future__ import annotations
 
+import inspect
 import json
+import linecache
 import os
+import sys
+import sysconfig
+import traceback
+from pathlib import Path
+from types import FrameType, TracebackType
 from typing import Callable
 
 RECORDS_VARIABLE = "COURSE_GRADING_RECORDS"  # set only in a kernel graded by `python -m autograder grade`
 
 
 class CheckFailed(AssertionError):
-    """A check found a wrong result. Shown in the notebook as its message alone, without a traceback."""
+    """A check found a wrong result. Shown in the notebook as its message alone, without a traceback; when the
+    failure is an error the student's code raised (its `__cause__`), that error's traceback follows, from the
+    student's outermost call on, for their own debugging."""
 
     def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
-        return [f"\x1b[1;31m✘ {self.args[0]}\x1b[0m"]
+        lines = [f"\x1b[1;31m✘ {self.args[0]}\x1b[0m"]
+        if self.__cause__ is not None and not isinstance(self.__cause__, CheckFailed):
+            lines += ["", "\x1b[2mThe traceback of that error, from your call on:\x1b[0m",
+                      *student_traceback(self.__cause__)]
+        return lines
 
 
 class NotWrittenYet(CheckFailed):
@@ -23,31 +37,34 @@ def fail(message: str) -> None:
     raise CheckFailed(message)
 
 
+def is_stub(exc: BaseException) -> bool:
+    """An unwritten exercise: the stub's bare `NotImplementedError()` (torch's own NotImplementedErrors say why)."""
+    return isinstance(exc, NotImplementedError) and not str(exc)
+
+
 def run_steps(title: str, steps: list[tuple[str, Callable[[], None]]], done: str = "all checks passed.") -> None:
     """Run the steps of one check in order and print a line for each.
 
-    The first failing step stops the check: a `CheckFailed` is re-raised with its teaching message,
-    and any other exception from the student's code propagates unchanged so its traceback points at
-    their line. An exercise that still raises the stub's `NotImplementedError` prints "not written
-    yet" and lets the notebook run on; under nbgrader (validate or autograde) it fails instead.
+    The first failing step stops the check: a `CheckFailed` is re-raised with its teaching message, and any
+    other exception from the student's code becomes a `CheckFailed` that names the call that raised (with its
+    arguments' shapes), the error and the student's line; in a notebook the error's traceback follows it. An
+    exercise that still raises the stub's `NotImplementedError` prints "not written yet" and lets the notebook
+    run on; under nbgrader (validate or autograde) it fails instead.
     """
     for label, step in steps:
         try:
             step()
-        except NotImplementedError as exc:
-            if str(exc):  # torch's own NotImplementedErrors say why; the stub's is bare
-                raise
+        except CheckFailed as exc:
+            raise CheckFailed(f"{title}: {label}\n  {exc.args[0]}") from exc.__cause__
+        except Exception as exc:  # noqa: BLE001: whatever the student's code raised, said in words
+            if not is_stub(exc):
+                raise CheckFailed(f"{title}: {label}\n  {describe_crash(exc, 'the check')}") from exc
             message = (f"{title}: not written yet. Replace `raise NotImplementedError()` in its cell "
                        "with your code, run that cell, then run this check again.")
             if os.environ.get("NBGRADER_EXECUTION"):  # graded or validated: an unwritten exercise fails
                 raise NotWrittenYet(message) from None
             print(f"⏳ {message}")  # working interactively: say what is left, let "Run All" go on
             return
-        except CheckFailed as exc:
-            raise CheckFailed(f"{title}: {label}\n  {exc.args[0]}") from None
-        except Exception:
-            print(f"✘ {title}: {label} raised an error (see the traceback below)")
-            raise
         print(f"✔ {title}: {label}")
     if done:
         print(f"🎉 {title}: {done}")
@@ -63,7 +80,6 @@ def _record_passed(title: str) -> None:
             log.write(json.dumps({"passed": title}) + "\n")
 
 
-
 def assert_written(title: str, attempt: Callable[[], object]) -> None:
     """Fail (under grading) or say what is left (interactively) while `attempt()` hits the stub.
 
@@ -71,3 +87,144 @@ def assert_written(title: str, attempt: Callable[[], object]) -> None:
     graded cell and `nbgrader validate --invert` can prove that no stub earns a point.
     """
     run_steps(title, [("is written; its hidden tests run when your notebook is graded", attempt)], done="")
+
+
+# ---- an error in the student's code, in words ----
+
+ERROR_TEXT_LIMIT = 600  # characters of the error's own message a failure quotes
+
+
+def _library_folders() -> tuple[str, ...]:
+    """Folders whose code is the course's, the grader's, Python's or an installed package's, never the student's."""
+    folders = {str(Path(__file__).resolve().parents[1])}  # the course package
+    grader = sys.modules.get("autograder")
+    folders.update(str(Path(p).resolve()) for p in getattr(grader, "__path__", []))
+    paths = sysconfig.get_paths()
+    folders.update(str(Path(paths[key]).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths)
+    return tuple(folder.rstrip(os.sep) + os.sep for folder in folders)
+
+
+def is_student_code(frame: FrameType) -> bool:
+    """Whether `frame` runs the student's code: a notebook cell (`/tmp/ipykernel_*/*.py`, `<ipython-input-...>`) or
+    any file outside the course and grader packages, Python's library and installed packages."""
+    filename = frame.f_code.co_filename
+    if filename.startswith("<frozen") or filename.startswith("<__array_function__"):
+        return False
+    if filename.startswith("<"):
+        return True
+    if "site-packages" in Path(filename).parts or "dist-packages" in Path(filename).parts:
+        return False
+    return not str(Path(filename).resolve()).startswith(_library_folders())
+
+
+def _student_entries(exc: BaseException) -> list[TracebackType]:
+    entries, tb = [], exc.__traceback__
+    while tb is not None:
+        if is_student_code(tb.tb_frame):
+            entries.append(tb)
+        tb = tb.tb_next
+    return entries
+
+
+def describe_value(value) -> str:
+    """A short description of an argument: tensors by dtype, shape and device, modules by class, numbers as written."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return (f"<{str(value.dtype).removeprefix('torch.')} tensor of shape {tuple(value.shape)} "
+                f"on {value.device}>")
+    if isinstance(value, torch.nn.Module):
+        return f"<{type(value).__name__} module>"
+    if value is None or type(value) in (bool, int, float, complex):
+        return repr(value)
+    if type(value) is str:
+        return repr(value) if len(value) <= 40 else repr(value[:37] + "...")
+    if isinstance(value, (torch.dtype, torch.device, torch.Size)):
+        return str(value)
+    if isinstance(value, type):
+        return value.__name__
+    if type(value) in (list, tuple, dict, set):
+        if len(value) <= 6 and all(v is None or type(v) in (bool, int, float) for v in value):
+            return repr(value)
+        kinds = {type(v).__name__ for v in (value.values() if type(value) is dict else value)}
+        items = f"{len(value)} {kinds.pop() if len(kinds) == 1 else 'item'}{'s' if len(value) != 1 else ''}"
+        return f"<{type(value).__name__} of {items}>"
+    return f"<{type(value).__name__}>"
+
+
+def _function_name(frame: FrameType) -> str:
+    code = frame.f_code
+    return getattr(code, "co_qualname", code.co_name).rsplit("<locals>.", 1)[-1]
+
+
+def describe_call(frame: FrameType) -> str:
+    """The call that `frame` runs, as the student would write it: `positional_encoding(max_len=64, d_model=7)`,
+    `MultiHeadAttention.forward(x_q=<float32 tensor of shape (2, 5, 8) on cpu>, x_kv=None, mask=None)`; a
+    constructor as `MultiHeadAttention(d_model=10, n_heads=4)`. Arguments are their values when the error came."""
+    code, local = frame.f_code, frame.f_locals
+    names = code.co_varnames
+    positional = list(names[:code.co_argcount])
+    keyword_only = names[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    rest = iter(names[code.co_argcount + code.co_kwonlyargcount:])
+    star = next(rest) if code.co_flags & inspect.CO_VARARGS else None
+    double_star = next(rest) if code.co_flags & inspect.CO_VARKEYWORDS else None
+    name = _function_name(frame)
+    if "." in name and positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    name = name.removesuffix(".__init__")
+
+    def named(keys) -> list[str]:
+        return [f"{key}={describe_value(local[key])}" for key in keys if key in local]
+
+    parts = named(positional)
+    parts += [describe_value(value) for value in local.get(star) or ()] if star else []
+    parts += named(keyword_only)
+    if double_star:
+        parts += [f"{key}={describe_value(value)}" for key, value in (local.get(double_star) or {}).items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def _where(entry: TracebackType) -> str:
+    filename = entry.tb_frame.f_code.co_filename
+    in_cell = filename.startswith("<ipython-input") or f"{os.sep}ipykernel_" in filename
+    place = "your cell" if in_cell else Path(filename).name
+    line = linecache.getline(filename, entry.tb_lineno, entry.tb_frame.f_globals).strip()
+    text = f"at line {entry.tb_lineno} of {place}, in {_function_name(entry.tb_frame)}"
+    return f"{text}: {line}" if line else text
+
+
+def error_text(exc: BaseException) -> str:
+    """`Type: message`, the message cut at ERROR_TEXT_LIMIT characters, its lines indented under the first."""
+    said = str(exc).strip()
+    if len(said) > ERROR_TEXT_LIMIT:
+        said = said[:ERROR_TEXT_LIMIT] + " ..."
+    said = "\n  ".join(line for line in said.splitlines() if line.strip())
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+
+
+def describe_crash(exc: BaseException, runner: str = "the check") -> str:
+    """What went wrong when `runner` (the check, the hidden test) called the student's code and it raised `exc`: the
+    outermost call into the student's code with its arguments, the error, and the student's line that raised it.
+    Lines after the first start with two spaces."""
+    entries = _student_entries(exc)
+    if not entries:  # raised outside the student's code: what they returned did not fit
+        return (f"{runner} stopped on an error outside your own code (often a sign that what your code returned is not "
+                f"what the exercise asks for): {error_text(exc)}")
+    outermost, innermost = entries[0], entries[-1]
+    return f"{describe_call(outermost.tb_frame)} raised {error_text(exc)}\n  {_where(innermost)}"
+
+
+def student_traceback(exc: BaseException) -> list[str]:
+    """The traceback of `exc` from the outermost call into the student's code on, as IPython prints it (colours and
+    all) in a notebook, as Python prints it elsewhere."""
+    entries = _student_entries(exc)
+    start = entries[0] if entries else exc.__traceback__
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            return list(shell.InteractiveTB.structured_traceback(type(exc), exc, start))
+    except Exception:  # noqa: BLE001: a traceback for debugging is a courtesy; Python's own formatting will do
+        pass
+    return "".join(traceback.format_exception(type(exc), exc, start)).rstrip("\n").splitlines()

@@ -1,0 +1,171 @@
+"""When the student's code raises, the visible check and the hidden test say which call raised (with its
+arguments: tensors by dtype, shape and device, numbers as written), the error (type and message) and the
+student's line; in a notebook the error's traceback follows, from the student's call on.
+
+The crashing implementations below are defined in this file, which stands for the student's notebook: code
+outside the course and grader packages, Python's library and installed packages is the student's.
+"""
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+import torch
+
+from autograder.hidden.observe import HiddenTestFailed
+from autograder.reference import attention_block as reference_block
+from course.checks.report import CheckFailed, describe_call, describe_value
+from tests.exercises import hidden_test, visible_check
+from tests.notebooks import ROOT
+
+
+def positional_encoding(max_len, d_model):
+    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+    return position @ torch.ones(max_len, d_model)  # (max_len, 1) @ (max_len, d_model): a shape error
+
+
+def attention(Q, K, V):
+    weights = torch.softmax(Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5, dim=-1)
+    return weights @ V[..., 1:, :], weights  # one value row short
+
+
+def masked_attention(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V[..., 1:, :], weights  # one value row short
+
+
+class MultiHeadAttention(reference_block.MultiHeadAttention):
+    def forward(self, x_q, x_kv=None, mask=None):
+        return x_q @ self.W_q.weight[1:], None  # (..., d_model) @ (d_model - 1, d_model): a shape error
+
+
+def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    logits = model(prompt)
+    return torch.cat([prompt, logits[:, -1].argmax(-1)], dim=1)  # (B, T) and (B,): a shape error
+
+
+# (notebook, exercise, implementation, the call that raised as a regular expression, the student's line)
+CRASHES = [
+    ("positional_encoding", "positional_encoding", positional_encoding,
+     r"positional_encoding\(max_len=\d+, d_model=\d+\)", "return position @ torch.ones(max_len, d_model)"),
+    ("attention", "attention", attention,
+     r"attention\(Q=<float(32|64) tensor of shape \([\d, ]+\) on cpu>, K=<float(32|64) tensor of shape \([\d, ]+\) "
+     r"on cpu>, V=<float(32|64) tensor of shape \([\d, ]+\) on cpu>\)", "return weights @ V[..., 1:, :], weights"),
+    ("masking", "masked_attention", masked_attention,
+     r"masked_attention\(Q=<float(32|64) tensor of shape \([\d, ]+\) on cpu>, K=<.*>, V=<.*>, "
+     r"mask=(None|<bool tensor of shape \([\d, ]+\) on cpu>)\)", "return weights @ V[..., 1:, :], weights"),
+    ("attention_block", "MultiHeadAttention", MultiHeadAttention,
+     r"MultiHeadAttention\.forward\(x_q=<float(32|64) tensor of shape \(\d+, \d+, \d+\) on cpu>, x_kv=.*, mask=.*\)",
+     "return x_q @ self.W_q.weight[1:], None"),
+    ("transformer", "generate", generate,
+     r"generate\(model=<\w+ module>, prompt=<int64 tensor of shape \(\d+, \d+\) on \w+>, max_new_tokens=\d+, "
+     r"temperature=[\d.]+, top_k=(None|\d+), generator=(None|<Generator>)\)",
+     "return torch.cat([prompt, logits[:, -1].argmax(-1)], dim=1)"),
+]
+CASES = [pytest.param(*case, id=case[1]) for case in CRASHES]
+
+
+def assert_explains(message: str, call: str, line: str) -> None:
+    """`message` names the call (a regular expression), the RuntimeError and its message, and the student's line."""
+    assert re.search(call + r" raised RuntimeError: \S", message), message
+    assert re.search(r"at line \d+ of test_crash_messages\.py, in [\w.]+: " + re.escape(line), message), message
+
+
+@pytest.mark.parametrize("notebook, exercise, impl, call, line", CASES)
+def test_the_visible_check_names_the_call_that_raised(notebook, exercise, impl, call, line, capsys):
+    with pytest.raises(CheckFailed) as failure:
+        visible_check(exercise)(impl)
+    assert failure.value.args[0].startswith(f"{exercise}: ")
+    assert_explains(failure.value.args[0], call, line)
+    assert isinstance(failure.value.__cause__, RuntimeError), "the student's error is kept for debugging"
+
+
+@pytest.mark.parametrize("notebook, exercise, impl, call, line", CASES)
+def test_the_hidden_test_names_the_call_that_raised(notebook, exercise, impl, call, line, capsys):
+    with pytest.raises(HiddenTestFailed) as failure:
+        hidden_test(notebook, exercise)(impl)
+    assert_explains(str(failure.value), call, line)
+    assert isinstance(failure.value.__cause__, RuntimeError)
+
+
+def test_the_rendered_failure_shows_the_traceback_from_the_students_call_on():
+    with pytest.raises(CheckFailed) as failure:
+        visible_check("attention")(attention)
+    rendered = "\n".join(failure.value._render_traceback_())
+    first = rendered.splitlines()[0]
+    assert first.startswith("\x1b[1;31m✘ attention: ") and "raised RuntimeError" in rendered
+    traceback = rendered.split("The traceback of that error", 1)[1]
+    assert "return weights @ V[..., 1:, :], weights" in traceback and "RuntimeError" in traceback
+    assert "course/checks" not in traceback, "the traceback starts at the student's call, not in the check"
+
+
+def test_an_error_outside_the_students_lines_says_so():
+    with pytest.raises(CheckFailed) as failure:
+        visible_check("positional_encoding")(torch.zeros)  # a torch function as the answer: no line of theirs runs
+    assert "stopped on an error outside your own code" in failure.value.args[0]
+    assert "TypeError" in failure.value.args[0]
+
+
+def test_an_assertion_in_the_students_code_is_explained_too():
+    def positional_encoding(max_len, d_model):
+        assert max_len <= 10, "at most 10 positions"
+        return torch.zeros(max_len, d_model)
+
+    with pytest.raises(CheckFailed, match=r"positional_encoding\(max_len=\d+, d_model=\d+\) raised AssertionError: "
+                                          "at most 10 positions"):
+        visible_check("positional_encoding")(positional_encoding)
+
+
+def test_arguments_are_described_by_what_matters():
+    assert describe_value(torch.zeros(2, 5, 8)) == "<float32 tensor of shape (2, 5, 8) on cpu>"
+    assert describe_value(torch.ones(2, 1, 5, 5, dtype=torch.bool)) == "<bool tensor of shape (2, 1, 5, 5) on cpu>"
+    assert describe_value(torch.nn.Linear(2, 3)) == "<Linear module>"
+    assert [describe_value(v) for v in (7, 0.5, None, True, "abc")] == ["7", "0.5", "None", "True", "'abc'"]
+    assert describe_value([torch.zeros(1), torch.zeros(2)]) == "<list of 2 Tensors>"
+    assert describe_value(torch.Generator()) == "<Generator>"
+
+
+def test_a_call_is_written_as_the_student_would_write_it():
+    import sys
+
+    class Block(torch.nn.Module):
+        def __init__(self, d_model, *sizes, scale=1.0):
+            super().__init__()
+            self.frame = sys._getframe()
+
+        def forward(self, x, mask=None):
+            return sys._getframe()
+
+    block = Block(8, 2, 3, scale=0.5)
+    assert describe_call(block.frame) == "Block(d_model=8, 2, 3, scale=0.5)"
+    assert describe_call(block(torch.zeros(2, 5, 8))) == "Block.forward(x=<float32 tensor of shape (2, 5, 8) on cpu>, mask=None)"
+
+
+def test_in_a_notebook_the_message_comes_first_then_the_students_traceback(tmp_path):
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import torch\nfrom course.checks import check_positional_encoding"),
+        nbformat.v4.new_code_cell("def positional_encoding(max_len, d_model):\n"
+                                  "    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)\n"
+                                  "    return position @ torch.ones(max_len, d_model)\n"),
+        nbformat.v4.new_code_cell("check_positional_encoding(positional_encoding)"),
+    ])
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NBGRADER_EXECUTION", None)
+    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute(env=env)
+    (error,) = [o for o in notebook.cells[2].outputs if o.output_type == "error"]
+    assert error.ename == "CheckFailed"
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
+    assert plain.startswith("✘ positional_encoding: matches the stored values")
+    assert re.search(r"positional_encoding\(max_len=\d+, d_model=\d+\) raised RuntimeError: mat1 and mat2 shapes", plain)
+    assert "at line 3 of your cell, in positional_encoding: return position @ torch.ones(max_len, d_model)" in plain
+    debugging = plain.split("The traceback of that error", 1)[1]
+    assert "Cell In[2], line 3" in debugging and "course/checks" not in debugging, debugging
