@@ -1,0 +1,107 @@
+"""The feedback page a student reads, online or offline: nbgrader's feedback page with two changes.
+
+- Mathematics is MathML, made from the LaTeX of markdown cells when the page is made (`latex2mathml`, pure
+  Python), and every browser draws MathML itself: the page loads no MathJax from a CDN, so the mathematics shows
+  in an exam room, from a local copy or a zip of feedback as well as online. (MathJax shipped with the page would
+  add a megabyte of script to every page, and a PyPI copy of it to the environment, for what MathML does natively.)
+- Output text wraps at the page's edge instead of scrolling sideways inside its box, so a verdict ("This is a
+  known mistake: ...", a hidden test's message, the call that raised) is read in full.
+
+`nbgrader_config.py` makes it the exporter of `nbgrader generate_feedback` (`GenerateFeedback.exporter_class`).
+"""
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+import nbgrader
+from latex2mathml.converter import convert
+from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+try:  # jinja2's name for it, as nbconvert imports it
+    from jinja2 import pass_context
+except ImportError:  # pragma: no cover: jinja2 < 3
+    from jinja2 import contextfilter as pass_context
+
+TEMPLATES = Path(__file__).parent / "templates"  # feedback_page/: nbgrader's feedback template without MathJax
+NBGRADER_TEMPLATES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
+
+# Output boxes (printed text, errors, results) wrap long lines at the edge of the page; MathML shows at the size of
+# the text around it; a failed check's ✘ line and a traceback keep their colours (nbgrader's page has no rules for
+# nbconvert's ANSI classes).
+WRAPPING_CSS = """
+div.output_area pre, div.output_subarea pre, div.output_text pre {
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
+  word-break: normal;
+  overflow-x: visible;
+}
+div.output_subarea {
+  max-width: 100%;
+  min-width: 0;
+}
+math {
+  font-size: 1.1em;
+}
+.ansi-bold { font-weight: bold; }
+.ansi-red-fg, .ansi-red-intense-fg { color: #b22b31; }
+.ansi-green-fg, .ansi-green-intense-fg { color: #007427; }
+.ansi-yellow-fg, .ansi-yellow-intense-fg { color: #b27d12; }
+.ansi-blue-fg, .ansi-blue-intense-fg { color: #0065ca; }
+.ansi-cyan-fg, .ansi-cyan-intense-fg { color: #0e7a8d; }
+math[display="block"] {
+  margin: 0.6em 0;
+  overflow-x: auto;
+}
+"""
+
+
+def mathml(latex: str, display: str) -> str:
+    """`latex` as a MathML element (`display` "inline" or "block"); LaTeX it cannot convert stays visible as code."""
+    try:
+        return convert(latex.strip(), display=display)
+    except Exception:  # noqa: BLE001: one unusual formula must not cost the student the whole page
+        return f'<code class="latex">{escape(latex)}</code>'
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, with `$...$`, `$$...$$`, `\\(...\\)`, `\\[...\\]` and `\\begin{...}` math as MathML."""
+
+    def inline_math(self, body: str) -> str:
+        return mathml(body, "inline")
+
+    def block_math(self, body: str) -> str:
+        return mathml(body, "block")
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block")
+
+
+class FeedbackPage(HTMLExporter):
+    """nbgrader's feedback page with MathML in place of MathJax and output text that wraps."""
+
+    def __init__(self, **kwargs):
+        # Keyword arguments win over configuration (nbgrader configures HTMLExporter with its own template).
+        kwargs.setdefault("template_name", "feedback_page")
+        kwargs.setdefault("extra_template_basedirs", [str(TEMPLATES), str(NBGRADER_TEMPLATES)])
+        super().__init__(**kwargs)
+
+    @pass_context
+    def markdown2html(self, context, source: str) -> str:
+        cell = context.get("cell", {})
+        renderer = MathMLRenderer(
+            escape=False,
+            attachments=cell.get("attachments", {}),
+            embed_images=self.embed_images,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+            anchor_link_text=self.anchor_link_text,
+            exclude_anchor_links=self.exclude_anchor_links,
+            **self.lexer_options,
+        )
+        return MarkdownWithMath(renderer=renderer).render(source)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        output, resources = super().from_notebook_node(nb, resources, **kw)
+        style = f'<style type="text/css" id="wrapping">{WRAPPING_CSS}</style>\n'
+        return output.replace("</head>", style + "</head>", 1), resources
