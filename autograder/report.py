@@ -1,6 +1,6 @@
 """The class report, from the gradebook and the autograded notebooks: how each exercise went, the spread of
-scores, the mistakes the feedback named most often, tampering and what the guard blocked, and the submissions
-that need a look.
+scores, the mistakes the feedback named most often, tampering and what the guard blocked, the visible checks
+the grader's own tests contradicted, and the submissions that need a look.
 
 Writes, under `reports/`: `class_report.md` (the summary), `exercise_pass_rates.csv`, `scores.csv`,
 `named_mistakes.csv` and `score_histogram.png`.
@@ -21,6 +21,7 @@ import nbformat  # noqa: E402
 from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
 from autograder.mistakes import all_mistakes  # noqa: E402
+from autograder.verify import UNCONFIRMED  # noqa: E402
 
 NAMED = "This is a known mistake: "
 
@@ -101,6 +102,11 @@ def write_report(root: Path, assignments: list[str], reasons: dict[tuple[str, st
               "Checks after a tampering cell earned nothing; what the guard blocked failed in the student's cell.", ""]
     lines += [f"- {s} / {a}: {part}" for (a, s), r in sorted(reasons.items()) for part in r.split("; ")
               if part.startswith(TAMPERING)] or ["(none)"]
+    lines += ["", "## Checks passed in the notebook that the grader's own tests found wrong", "",
+              "Not counted. Either the visible check missed a mistake (a check worth strengthening), or something in "
+              "the kernel made it pass in a way the scan could not read: this list accuses nobody.", ""]
+    lines += [f"- {s} / {a}: {part.removeprefix(UNCONFIRMED).strip()}" for (a, s), r in sorted(reasons.items())
+              for part in r.split("; ") if part.startswith(UNCONFIRMED)] or ["(none)"]
     lines += ["", "## Submissions that need a look", ""]
     lines += [f"- {s} / {a}: {r}" for (a, s), r in sorted(reasons.items()) if r] or ["(none)"]
     lines += ["", "![score histogram](score_histogram.png)", ""]

@@ -1,12 +1,15 @@
-"""Read a submission's own cells for code that tampers with grading, before trusting any check it passed.
+"""Read a submission's own cells for code that tampers with grading, and name it for the instructor.
 
-The grader's process judges the hidden tests itself (see `autograder.hidden.observe`), so tampering in the
-kernel cannot earn their points. The visible checks, though, run in the kernel: a cell that replaces a check,
-patches torch, numpy, builtins or the course package, or rebinds the names the checks use can make a wrong
-answer pass them. This module finds such code in the cells the student wrote (never in the instructor's locked
-cells) and names the check cells after it that it could have affected; the grader zeroes those and flags the
-submission. Code it cannot follow (exec, eval, compile, importlib, globals()) could do the same, so it costs the checks after it
-too; early exits are only flagged (they cost what they skip by themselves).
+The grader's process judges the hidden tests itself (see `autograder.hidden.observe`), and a visible check's
+point also needs that verdict (`autograder.verify`), so tampering in the kernel cannot earn a point. It can still
+try: a cell that replaces a check, patches torch, numpy, builtins or the course package, or rebinds the names the
+checks use can make a wrong answer pass the checks in the kernel. This module finds such code in the cells the
+student wrote (never in the instructor's locked cells), names it, and names the check cells after it that it
+could have affected; the grader zeroes those and flags the submission. It reads the spellings that reach around a
+plain assignment too: `setattr` or `exec` under another name, `__setattr__`, `__dict__`, `__code__`, `vars()`,
+`sys.modules`, `importlib`, a module bound to another name. Code it cannot follow (exec, eval, compile, importlib,
+globals()) could do the same, so it costs the checks after it too. Early exits, and uses that are only suspect
+(a protected module passed on as a value, an attribute looked up by a name built at run time), are only flagged.
 """
 from __future__ import annotations
 
@@ -17,19 +20,28 @@ import nbformat
 
 PROTECTED_MODULES = ("torch", "numpy", "builtins", "math", "course", "autograder", "nbgrader", "sys", "os")
 ALLOWED_PATCHES = ("torch.backends.",)  # settings students may change: torch.backends.cudnn.benchmark = True
-DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars"}
+DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars"}  # the builtins, by any name
+ATTRIBUTE_WRITERS = {"setattr", "delattr"}  # fine when called on an object of one's own, not when passed around
+ATTRIBUTE_READERS = {"getattr", "hasattr"}
+# Attributes that change a function, a module or a frame without an assignment the scan can read.
+ESCAPE_ATTRIBUTES = {"__setattr__", "__delattr__", "__dict__", "__code__", "__globals__", "__closure__",
+                     "__defaults__", "__kwdefaults__", "__builtins__", "f_globals", "f_locals", "f_builtins",
+                     "_getframe", "get_referents", "get_referrers"}
+MODULE_LOADERS = ("importlib",)  # modules that load or reload modules by name
+OWN_OBJECTS = ("self", "super()")  # a class working on its own instances: `self.__dict__`, `super().__setattr__`
 EXIT_CALLS = {"exit", "quit", "_exit", "kill", "abort"}
+SUSPECT = "suspect"  # the kind of a finding that is named for the instructor but costs nothing
 
 
 @dataclass
 class Finding:
     cell: int  # 1-based index of the cell in the notebook
-    kind: str  # "rebinds", "patches", "imports the grader", "dynamic", "exits"
+    kind: str  # "rebinds", "patches", "imports the grader", "dynamic", "exits", SUSPECT
     detail: str
     check_names: set[str] = field(default_factory=set)  # the names of visible checks it may affect; "*" for all
 
     def costs_points(self) -> bool:
-        return self.kind != "exits"
+        return self.kind not in ("exits", SUSPECT)
 
     def text(self) -> str:
         return f"cell {self.cell} {self.detail}"
@@ -58,12 +70,14 @@ class _Aliases(ast.NodeVisitor):
 
     def __init__(self):
         self.modules: dict[str, str] = {"__builtins__": "builtins"}
+        self.module_names: set[str] = {"__builtins__"}  # the names that are protected modules themselves
 
     def visit_Import(self, node):
         for alias in node.names:
             root = alias.name.split(".")[0]
             if root in PROTECTED_MODULES:
                 self.modules.setdefault(alias.asname or root, alias.name if alias.asname else root)
+                self.module_names.add(alias.asname or root)
 
     def visit_ImportFrom(self, node):
         root = (node.module or "").split(".")[0]
@@ -82,26 +96,47 @@ def _dotted(node) -> str | None:
     return None
 
 
+def _is_own_object(node) -> bool:
+    return ast.unparse(node) in OWN_OBJECTS
+
+
+def _constant_name(node) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
 class _Scan(ast.NodeVisitor):
-    def __init__(self, cell: int, aliases: dict[str, str], check_names: set[str]):
-        self.cell, self.aliases, self.check_names = cell, aliases, check_names
+    def __init__(self, cell: int, aliases: dict[str, str], module_names: set[str], check_names: set[str]):
+        self.cell, self.aliases, self.module_names, self.check_names = cell, aliases, module_names, check_names
         self.findings: list[Finding] = []
         self.depth = 0  # inside a function or class body
         self.globals: set[str] = set()
+        self.bound: dict[str, str] = {}  # names this cell binds to a protected object: `library = torch`
+        self.parents: dict[int, ast.AST] = {}
+
+    def run(self, tree: ast.Module) -> list[Finding]:
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+        self.visit(tree)
+        return self.findings
 
     def add(self, kind: str, detail: str, names: set[str]) -> None:
-        self.findings.append(Finding(self.cell, kind, detail, names))
+        finding = Finding(self.cell, kind, detail, names)
+        if finding not in self.findings:
+            self.findings.append(finding)
 
     def _protected(self, dotted: str | None) -> str | None:
         if not dotted:
             return None
         head, _, rest = dotted.partition(".")
-        if head not in self.aliases:
+        base = self.aliases.get(head) or self.bound.get(head)
+        if base is None:
             return None
-        full = self.aliases[head] + (f".{rest}" if rest else "")
+        full = base + (f".{rest}" if rest else "")
         return None if full.startswith(ALLOWED_PATCHES) else full
 
     def _bind(self, name: str, how: str) -> None:
+        self.bound.pop(name, None)  # bound again: no longer what it was bound to before
         if self.depth and name not in self.globals:
             return
         if name in self.check_names:
@@ -126,6 +161,11 @@ class _Scan(ast.NodeVisitor):
     def visit_Assign(self, node):
         for target in node.targets:
             self._store(target, "reassigns")
+        full = self._protected(_dotted(node.value)) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
+        if full:  # `library = torch`: what `library.allclose = ...` patches is torch's
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.bound[target.id] = full
         self.generic_visit(node)
 
     def visit_AugAssign(self, node):
@@ -180,33 +220,86 @@ class _Scan(ast.NodeVisitor):
 
     def visit_Import(self, node):
         for alias in node.names:
-            if alias.name.split(".")[0] == "autograder":
+            root = alias.name.split(".")[0]
+            if root == "autograder":
                 self.add("imports the grader", f"imports `{alias.name}`", {"*"})
-            self._import(alias.asname or alias.name.split(".")[0], alias.name if alias.asname else alias.name.split(".")[0])
+            if root in MODULE_LOADERS and alias.asname:
+                self.add("dynamic", f"imports `{alias.name}` as `{alias.asname}`, which loads modules again where "
+                         "the scan cannot follow", {"*"})
+            self._import(alias.asname or root, alias.name if alias.asname else root)
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node):
-        if (node.module or "").split(".")[0] == "autograder":
+        root = (node.module or "").split(".")[0]
+        if root == "autograder":
             self.add("imports the grader", f"imports from `{node.module}`", {"*"})
+        if root in MODULE_LOADERS:
+            self.add("dynamic", f"imports from `{node.module}`, which loads modules again where the scan cannot "
+                     "follow", {"*"})
         for alias in node.names:
             self._import(alias.asname or alias.name, f"{node.module}.{alias.name}")
+            if f"{node.module}.{alias.name}" == "sys.modules":
+                self.add("dynamic", "imports `sys.modules`, where a module can be swapped for another", {"*"})
         self.generic_visit(node)
 
     def visit_Call(self, node):
         name = node.func.id if isinstance(node.func, ast.Name) else \
             node.func.attr if isinstance(node.func, ast.Attribute) else None
         dotted = _dotted(node.func) or ""
-        if name in ("setattr", "delattr") and node.args:
-            full = self._protected(_dotted(node.args[0]))
-            if full:
-                self.add("patches", f"calls {name} on `{full}`", {"*"})
-                self.generic_visit(node)
-                return
-        if (isinstance(node.func, ast.Name) and name in DYNAMIC_CALLS) or dotted.startswith("importlib."):
-            self.add("dynamic", f"runs code the grader cannot follow (`{dotted or name}`)", {"*"})
-        elif name in EXIT_CALLS and (isinstance(node.func, ast.Name) or dotted.split(".")[0] in self.aliases):
+        called_by_name = isinstance(node.func, ast.Name)
+        target = self._protected(_dotted(node.args[0])) if node.args else None
+        if called_by_name and name in ATTRIBUTE_WRITERS and target:
+            self.add("patches", f"calls {name} on `{target}`", {"*"})
+        if called_by_name and name in ATTRIBUTE_WRITERS | ATTRIBUTE_READERS and len(node.args) > 1:
+            looked_up = _constant_name(node.args[1])
+            if looked_up in ESCAPE_ATTRIBUTES | ATTRIBUTE_WRITERS | DYNAMIC_CALLS:
+                self.add("dynamic", f"looks up `{looked_up}` by its name with {name}, which the scan cannot follow",
+                         {"*"})
+            elif looked_up is None and target:
+                self.add(SUSPECT, f"looks up a name built at run time on `{target}` with {name}", set())
+        if dotted.split(".")[0] in MODULE_LOADERS:
+            self.add("dynamic", f"runs code the grader cannot follow (`{dotted}`)", {"*"})
+        elif name in EXIT_CALLS and (called_by_name or dotted.split(".")[0] in self.aliases):
             self.add("exits", f"ends the kernel early (`{dotted or name}`)", set())
         self.generic_visit(node)
+
+    def visit_Name(self, node):
+        parent = self.parents.get(id(node))
+        called = isinstance(parent, ast.Call) and parent.func is node
+        if not isinstance(node.ctx, ast.Load):
+            return
+        if node.id in DYNAMIC_CALLS:
+            self.add("dynamic", f"runs code the grader cannot follow (`{node.id}`)", {"*"})
+        elif node.id in ATTRIBUTE_WRITERS and not called:
+            self.add("dynamic", f"uses `{node.id}` as a value (under another name, or passed on), which the scan "
+                     "cannot follow", {"*"})
+        elif self._protected(node.id) == "sys.modules":
+            self.add("dynamic", "uses `sys.modules`, where a module can be swapped for another", {"*"})
+        elif node.id in self.module_names and not self._harmless_module_use(node, parent):
+            self.add(SUSPECT, f"uses `{self.aliases.get(node.id, node.id)}` as a value (passed on, or bound to "
+                     "another name)", set())
+
+    def _harmless_module_use(self, node, parent) -> bool:
+        """`torch.zeros`, `torch(...)`, and the object of setattr/getattr, which their own rules judge."""
+        if isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and parent.func is node):
+            return True
+        return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.args
+                and parent.args[0] is node and parent.func.id in ATTRIBUTE_WRITERS | ATTRIBUTE_READERS)
+
+    def visit_Attribute(self, node):
+        if node.attr in ESCAPE_ATTRIBUTES and not _is_own_object(node.value):
+            self.add("dynamic", f"reaches `{node.attr}`, a way to change a module, a function or a frame that the "
+                     "scan cannot follow", {"*"})
+        if isinstance(node.value, ast.Name) and self._protected(_dotted(node)) == "sys.modules" \
+                and not self._membership_test(node):
+            self.add("dynamic", "uses `sys.modules`, where a module can be swapped for another", {"*"})
+        self.generic_visit(node)
+
+    def _membership_test(self, node) -> bool:
+        """`"google.colab" in sys.modules`: a read that changes nothing."""
+        parent = self.parents.get(id(node))
+        return isinstance(parent, ast.Compare) and node in parent.comparators and \
+            all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
 
     def visit_Raise(self, node):
         if _dotted(node.exc.func if isinstance(node.exc, ast.Call) else node.exc) in ("SystemExit", "KeyboardInterrupt"):
@@ -242,9 +335,7 @@ def scan(notebook) -> list[Finding]:
         tree = _parse(cell.source)
         if tree is None:
             continue
-        scanner = _Scan(index, aliases.modules, names)
-        scanner.visit(tree)
-        findings += scanner.findings
+        findings += _Scan(index, aliases.modules, aliases.module_names, names).run(tree)
     return findings
 
 

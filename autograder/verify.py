@@ -4,11 +4,21 @@ In a guarded kernel the hidden-test cells only record what they observe of the s
 visible check records that it ran and passed. Here, in the grader's process, where student code never runs:
 - each hidden test's recording is judged against the reference's observation (`autograder.hidden.observe`);
   a test that recorded nothing earns nothing;
-- a check cell earns its point only if its check recorded a pass and no cell before it tampers with what the
-  check relies on (`autograder.tamper_scan`);
+- a check cell earns its point only if (a) its check recorded a pass, (b) no cell before it tampers with what
+  the check relies on (`autograder.tamper_scan`), and (c) the grader's own verdict on the hidden test of the
+  same exercise (`check_X` -> `hidden_X`, judged here by `hidden_verdict`) passes;
 - what the guard blocked, and code the grader cannot follow, are listed for the instructor.
-Scores are corrected in the job's private gradebook before it is merged, and each hidden-test cell of the
+Scores are corrected in the job's private gradebook before it is merged, and each graded cell of the
 autograded notebook shows the verdict, so the feedback tells the student what failed.
+
+Why (c): a visible check runs in the student's kernel, on the same torch, numpy, builtins, `course` package and
+`sys.modules` the student's code can rebind at run time, and no static reading of the cells can see every
+spelling of that (an alias of `setattr`, `type(torch).__setattr__`, a string given to `exec`...). So (a) and (b)
+can be forged; (c) cannot: it is computed here, from a recording judged against the reference, by code the
+kernel never reaches. It costs an honest student nothing they would not lose anyway: every known mistake a
+check names also fails the hidden test (tests/test_mutants.py), so a check point withheld by (c) is one whose
+code is wrong; the check cell says why ("not counted: the grader's own test of X found it wrong: ...") and the
+class report lists it apart from tampering, since a check can miss an honest mistake.
 """
 from __future__ import annotations
 
@@ -60,6 +70,27 @@ def hidden_verdict(test, records: Path) -> str | None:
     except HiddenTestFailed as failure:
         return str(failure)
     return None
+
+
+UNCONFIRMED = "unconfirmed:"  # how a note begins on a check passed in the kernel that the hidden test contradicts
+
+
+class _HiddenVerdicts:
+    """`hidden_verdict` of each exercise of one graded notebook, judged once whether its hidden-test cell or its
+    check cell asks first."""
+
+    def __init__(self, assignment: str, records: Path):
+        self.module = importlib.import_module(f"autograder.hidden.{NOTEBOOKS[assignment]}")
+        self.records = records
+        self.verdicts: dict[str, str | None] = {}
+
+    def __call__(self, exercise: str) -> str | None:
+        if exercise not in self.verdicts:
+            test = getattr(self.module, f"test_{exercise}", None)
+            if test is None:  # never the kernel's word instead: the grader cannot judge this cell, so says so
+                raise LookupError(f"no hidden test in {self.module.__name__} for the exercise {exercise!r}")
+            self.verdicts[exercise] = hidden_verdict(test, self.records)
+        return self.verdicts[exercise]
 
 
 def _passed_checks(records: Path) -> set[str]:
@@ -124,21 +155,19 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
     gradebook at `database`; return what the instructor should read (empty when nothing)."""
     notebook = nbformat.read(autograded, as_version=4)
     capped = cap_outputs(notebook)
-    hidden = importlib.import_module(f"autograder.hidden.{NOTEBOOKS[assignment]}")
+    judge = _HiddenVerdicts(assignment, records)
     findings = tamper_scan.scan(notebook)
     tampered = tamper_scan.affected_checks(notebook, findings)
     passed = _passed_checks(records)
     zero: dict[str, str] = {}
+    unconfirmed: list[str] = []  # check cells that recorded a pass the grader's own hidden verdict contradicts
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
         grade_id = meta.get("grade_id", "")
         if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution") or _errored(cell):
             continue
         if "BEGIN HIDDEN TESTS" in cell.source:
-            test = getattr(hidden, f"test_{grade_id.removeprefix('hidden_')}", None)
-            if test is None:  # never the kernel's word instead: the grader cannot judge this cell, so says so
-                raise LookupError(f"no hidden test in {hidden.__name__} for the cell {grade_id!r}")
-            message = hidden_verdict(test, records)
+            message = judge(grade_id.removeprefix("hidden_"))
             _show(cell, message, "✔ Hidden tests passed: the grader compared your outputs with the reference.")
             if message:
                 zero[grade_id] = message
@@ -150,12 +179,20 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
             message = f"not counted: `{grade_id}` did not run as written (was it replaced or skipped?)"
             _show(cell, message, "")
             zero[grade_id] = message
+        elif grade_id.startswith("check_") and (verdict := judge(grade_id.removeprefix("check_"))):
+            exercise = grade_id.removeprefix("check_")
+            message = f"not counted: the grader's own test of `{exercise}` found it wrong: {verdict}"
+            _show(cell, message, "")
+            zero[grade_id] = message
+            unconfirmed.append(grade_id)
     nbformat.write(notebook, autograded)
     _correct_scores(database, assignment, student, notebook_name=autograded.stem, zero=zero)
     costly = {finding.text(): finding for finding in tampered.values()}
     notes = [f"tampering: {text} (the checks after it earn nothing)" for text in costly]
     notes += [f"not counted: {grade_id}: {message}" for grade_id, message in zero.items()
-              if not grade_id.startswith("hidden_") and grade_id not in tampered]
+              if not grade_id.startswith("hidden_") and grade_id not in tampered and grade_id not in unconfirmed]
+    notes += [f"{UNCONFIRMED} {grade_id} passed in the notebook, but the grader's own test found it wrong"
+              for grade_id in unconfirmed]
     notes += [f"{grade_id}: {message}" for grade_id, message in zero.items()
               if grade_id.startswith("hidden_") and ("recorded nothing" in message or "recording" in message)]
     notes += capped + _blocked(records)

@@ -7,6 +7,7 @@ import pytest
 from autograder import tamper_scan
 from autograder.paths import ROOT, notebook_path
 from course.about import NOTEBOOKS
+from tests.adversarial import REBINDINGS
 
 ASSIGNMENT = "01_positional_encoding"
 
@@ -53,8 +54,39 @@ def test_tampering_is_found_and_costs_the_checks_after_it(code, kind, affected):
     assert set(tamper_scan.affected_checks(notebook, findings)) == affected
 
 
+BOTH_CHECKS = {"check_positional_encoding", "check_token_and_position_embedding"}
+
+
+@pytest.mark.parametrize("spelling", sorted(REBINDINGS))
+def test_run_time_rebindings_are_named_and_cost_the_checks_after_them(spelling):
+    """Each spelling that reaches around a plain assignment (tests/adversarial.py, where the grading run shows it
+    would pass a wrong answer's check) is named in words the report shows, and costs both checks."""
+    code, named = REBINDINGS[spelling]
+    notebook = _with(code)
+    findings = tamper_scan.scan(notebook)
+    assert any(named in f.detail for f in findings if f.costs_points()), [f.text() for f in findings]
+    assert set(tamper_scan.affected_checks(notebook, findings)) == BOTH_CHECKS
+
+
+@pytest.mark.parametrize("code, named", [
+    ("def helper(module):\n    return module\nhelper(torch)", "uses `torch` as a value"),
+    ("name = 'float' + '32'\ndtype = getattr(torch, name)", "looks up a name built at run time on `torch`"),
+])
+def test_suspect_uses_are_named_but_cost_nothing(code, named):
+    notebook = _with(code)
+    findings = tamper_scan.scan(notebook)
+    assert [f.kind for f in findings] == [tamper_scan.SUSPECT] and named in findings[0].detail
+    assert not tamper_scan.affected_checks(notebook, findings)
+
+
 @pytest.mark.parametrize("code", [
     "import torch\nfrom torch import nn\nimport math",
+    "import sys\nif 'google.colab' in sys.modules:\n    print('in Colab')",
+    "F = torch.nn.functional\nweights = F.softmax(torch.ones(3), dim=-1)",
+    "layer = nn.Linear\nlayer = layer(2, 2)\nlayer.weight = nn.Parameter(torch.ones(2, 2))",
+    "dtype = getattr(torch, 'float32')",
+    "class Config:\n    def __init__(self, **settings):\n        self.__dict__.update(settings)",
+    "class Frozen(nn.Module):\n    def __setattr__(self, name, value):\n        super().__setattr__(name, value)",
     "torch.backends.cudnn.benchmark = True",
     "model = nn.Linear(2, 2)\nmodel.eval()\nmodel.weight.data.zero_()",
     "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        setattr(self, 'w', nn.Parameter(torch.ones(1)))",
