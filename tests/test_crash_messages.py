@@ -69,18 +69,18 @@ CRASHES = [
 CASES = [pytest.param(*case, id=case[1]) for case in CRASHES]
 
 
-def assert_explains(message: str, call: str, line: str) -> None:
-    """`message` names the call (a regular expression), the RuntimeError and its message, and the student's line."""
-    assert re.search(call + r" raised RuntimeError: \S", message), message
-    assert re.search(r"at line \d+ of test_crash_messages\.py, in [\w.]+: " + re.escape(line), message), message
+def where(line: str) -> str:
+    """The student's line as a failure quotes it (a regular expression)."""
+    return r"at line \d+ of test_crash_messages\.py, in [\w.]+: " + re.escape(line)
 
 
 @pytest.mark.parametrize("notebook, exercise, impl, call, line", CASES)
 def test_the_visible_check_names_the_call_that_raised(notebook, exercise, impl, call, line, capsys):
     with pytest.raises(CheckFailed) as failure:
         visible_check(exercise)(impl)
-    assert failure.value.args[0].startswith(f"{exercise}: ")
-    assert_explains(failure.value.args[0], call, line)
+    first, *rest = failure.value.args[0].splitlines()
+    assert re.match(rf"{exercise}: .+: RuntimeError: \S", first), first
+    assert re.match(rf"  {call} raised it, {where(line)}", rest[-1]), rest
     assert isinstance(failure.value.__cause__, RuntimeError), "the student's error is kept for debugging"
 
 
@@ -88,7 +88,8 @@ def test_the_visible_check_names_the_call_that_raised(notebook, exercise, impl, 
 def test_the_hidden_test_names_the_call_that_raised(notebook, exercise, impl, call, line, capsys):
     with pytest.raises(HiddenTestFailed) as failure:
         hidden_test(notebook, exercise)(impl)
-    assert_explains(str(failure.value), call, line)
+    assert re.search(rf"^{call} raised RuntimeError: \S", str(failure.value)), failure.value
+    assert re.search(rf"\n  {where(line)}", str(failure.value)), failure.value
     assert isinstance(failure.value.__cause__, RuntimeError)
 
 
@@ -97,7 +98,7 @@ def test_the_rendered_failure_shows_the_traceback_from_the_students_call_on():
         visible_check("attention")(attention)
     rendered = "\n".join(failure.value._render_traceback_())
     first = rendered.splitlines()[0]
-    assert first.startswith("\x1b[1;31m✘ attention: ") and "raised RuntimeError" in rendered
+    assert first.startswith("\x1b[1;31m✘ attention: ") and ": RuntimeError: " in first and "raised it" in rendered
     traceback = rendered.split("The traceback of that error", 1)[1]
     assert "return weights @ V[..., 1:, :], weights" in traceback and "RuntimeError" in traceback
     assert "course/checks" not in traceback, "the traceback starts at the student's call, not in the check"
@@ -106,7 +107,7 @@ def test_the_rendered_failure_shows_the_traceback_from_the_students_call_on():
 def test_an_error_outside_the_students_lines_says_so():
     with pytest.raises(CheckFailed) as failure:
         visible_check("positional_encoding")(torch.zeros)  # a torch function as the answer: no line of theirs runs
-    assert "stopped on an error outside your own code" in failure.value.args[0]
+    assert "The check stopped on an error outside your own code" in failure.value.args[0]
     assert "TypeError" in failure.value.args[0]
 
 
@@ -115,8 +116,8 @@ def test_an_assertion_in_the_students_code_is_explained_too():
         assert max_len <= 10, "at most 10 positions"
         return torch.zeros(max_len, d_model)
 
-    with pytest.raises(CheckFailed, match=r"positional_encoding\(max_len=\d+, d_model=\d+\) raised AssertionError: "
-                                          "at most 10 positions"):
+    with pytest.raises(CheckFailed, match=r"AssertionError: at most 10 positions(\n  .*)*\n  "
+                                          r"positional_encoding\(max_len=\d+, d_model=\d+\) raised it"):
         visible_check("positional_encoding")(positional_encoding)
 
 
@@ -165,7 +166,8 @@ def test_in_a_notebook_the_message_comes_first_then_the_students_traceback(tmp_p
     assert error.ename == "CheckFailed"
     plain = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
     assert plain.startswith("✘ positional_encoding: matches the stored values")
-    assert re.search(r"positional_encoding\(max_len=\d+, d_model=\d+\) raised RuntimeError: mat1 and mat2 shapes", plain)
-    assert "at line 3 of your cell, in positional_encoding: return position @ torch.ones(max_len, d_model)" in plain
+    assert re.search(r"d_model=16: RuntimeError: mat1 and mat2 shapes cannot be multiplied \(50x1 and 50x16\)\n  "
+                     r"positional_encoding\(max_len=50, d_model=16\) raised it, at line 3 of your cell, in "
+                     r"positional_encoding: return position @ torch.ones\(max_len, d_model\)", plain), plain
     debugging = plain.split("The traceback of that error", 1)[1]
     assert "Cell In[2], line 3" in debugging and "course/checks" not in debugging, debugging

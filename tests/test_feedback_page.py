@@ -67,9 +67,9 @@ def test_a_hidden_test_names_the_call_that_raised_and_the_error(feedback):
 
 def test_a_visible_check_names_the_call_that_raised_its_shapes_and_the_error(feedback):
     text = cell_text(BeautifulSoup(feedback.read_text(), "html.parser"), "check_token_and_position_embedding")
-    assert "TokenAndPositionEmbedding.forward(tokens=<int64 tensor of shape (2, 3, 5) on cpu>) raised RuntimeError: " \
-           "The size of tensor a" in text
-    assert "in TokenAndPositionEmbedding.forward: return self.embed(tokens)" in text
+    assert "(max_len tokens included): RuntimeError: The size of tensor a (5) must match the size of tensor b (3)" in text
+    assert "TokenAndPositionEmbedding.forward(tokens=<int64 tensor of shape (2, 3, 5) on cpu>) raised it, at line " in text
+    assert "of your cell, in TokenAndPositionEmbedding.forward: return self.embed(tokens)" in text
 
 
 def test_output_text_wraps_at_the_edge_of_the_page(feedback):

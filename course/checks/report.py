@@ -58,7 +58,7 @@ def run_steps(title: str, steps: list[tuple[str, Callable[[], None]]], done: str
             raise CheckFailed(f"{title}: {label}\n  {exc.args[0]}") from exc.__cause__
         except Exception as exc:  # noqa: BLE001: whatever the student's code raised, said in words
             if not is_stub(exc):
-                raise CheckFailed(f"{title}: {label}\n  {describe_crash(exc, 'the check')}") from exc
+                raise CheckFailed(f"{title}: {label}: {describe_crash_in_check(exc)}") from exc
             message = (f"{title}: not written yet. Replace `raise NotImplementedError()` in its cell "
                        "with your code, run that cell, then run this check again.")
             if os.environ.get("NBGRADER_EXECUTION"):  # graded or validated: an unwritten exercise fails
@@ -202,16 +202,34 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
 
-def describe_crash(exc: BaseException, runner: str = "the check") -> str:
-    """What went wrong when `runner` (the check, the hidden test) called the student's code and it raised `exc`: the
-    outermost call into the student's code with its arguments, the error, and the student's line that raised it.
-    Lines after the first start with two spaces."""
+def _crash(exc: BaseException) -> tuple[str | None, str, str | None]:
+    """(the outermost call into the student's code, the error, the student's line that raised it); no call and no line
+    when the error came from outside the student's code."""
     entries = _student_entries(exc)
-    if not entries:  # raised outside the student's code: what they returned did not fit
-        return (f"{runner} stopped on an error outside your own code (often a sign that what your code returned is not "
-                f"what the exercise asks for): {error_text(exc)}")
-    outermost, innermost = entries[0], entries[-1]
-    return f"{describe_call(outermost.tb_frame)} raised {error_text(exc)}\n  {_where(innermost)}"
+    if not entries:
+        return None, error_text(exc), None
+    return describe_call(entries[0].tb_frame), error_text(exc), _where(entries[-1])
+
+
+OUTSIDE = ("{runner} stopped on an error outside your own code (often a sign that what your code returned is not what "
+           "the exercise asks for)")
+
+
+def describe_crash(exc: BaseException, runner: str = "the hidden test") -> str:
+    """What went wrong when `runner` called the student's code and it raised `exc`: the outermost call into the
+    student's code with its arguments, the error, then (on a line that starts with two spaces) the student's line."""
+    call, error, where = _crash(exc)
+    if call is None:
+        return f"{OUTSIDE.format(runner=runner)}: {error}"
+    return f"{call} raised {error}\n  {where}"
+
+
+def describe_crash_in_check(exc: BaseException) -> str:
+    """As `describe_crash`, the error first (a check's failure reads `title: step: error`), then the call and the line."""
+    call, error, where = _crash(exc)
+    if call is None:
+        return f"{error}\n  {OUTSIDE.format(runner='The check')}."
+    return f"{error}\n  {call} raised it, {where}"
 
 
 def student_traceback(exc: BaseException) -> list[str]:
