@@ -105,12 +105,13 @@ def _constant_name(node) -> str | None:
 
 
 class _Scan(ast.NodeVisitor):
-    def __init__(self, cell: int, aliases: dict[str, str], module_names: set[str], check_names: set[str]):
+    def __init__(self, cell: int, aliases: dict[str, str], module_names: set[str], check_names: set[str],
+                 bound: dict[str, str]):
         self.cell, self.aliases, self.module_names, self.check_names = cell, aliases, module_names, check_names
         self.findings: list[Finding] = []
         self.depth = 0  # inside a function or class body
         self.globals: set[str] = set()
-        self.bound: dict[str, str] = {}  # names this cell binds to a protected object: `library = torch`
+        self.bound = bound  # names the student's cells so far bind to a protected object: `library = torch`
         self.parents: dict[int, ast.AST] = {}
 
     def run(self, tree: ast.Module) -> list[Finding]:
@@ -240,6 +241,9 @@ class _Scan(ast.NodeVisitor):
             self._import(alias.asname or alias.name, f"{node.module}.{alias.name}")
             if f"{node.module}.{alias.name}" == "sys.modules":
                 self.add("dynamic", "imports `sys.modules`, where a module can be swapped for another", {"*"})
+            elif alias.name in ESCAPE_ATTRIBUTES:  # `from gc import get_referents`, `from sys import _getframe`
+                self.add("dynamic", f"imports `{node.module}.{alias.name}`, a way to change a module, a function or "
+                         "a frame that the scan cannot follow", {"*"})
         self.generic_visit(node)
 
     def visit_Call(self, node):
@@ -328,14 +332,14 @@ def scan(notebook) -> list[Finding]:
         if tree:
             aliases.visit(tree)
     names = check_names(notebook)
-    findings = []
+    findings, bound = [], {}
     for index, cell in enumerate(notebook.cells, start=1):
         if cell.cell_type != "code" or _is_instructor_cell(cell):
             continue
         tree = _parse(cell.source)
         if tree is None:
             continue
-        findings += _Scan(index, aliases.modules, aliases.module_names, names).run(tree)
+        findings += _Scan(index, aliases.modules, aliases.module_names, names, bound).run(tree)
     return findings
 
 

@@ -166,6 +166,86 @@ def memory_bomb(nb):  # allocates until it is refused
     _solution(nb).source += "\n\nhoard = []\nwhile True:\n    hoard.append(bytearray(256 * 1024 ** 2))\n"
 
 
+# Run-time rebindings of what the visible checks use, each spelled so that no plain assignment shows it, each
+# appended to the partial solution (its TokenAndPositionEmbedding is wrong): spelling -> (code, what the report
+# must say of it). Each makes that wrong layer pass its visible check in the kernel; none may earn that point.
+LENIENT = "lambda *args, **kwargs: True"
+REBINDINGS = {
+    "setattr_by_another_name": (f"put = setattr\nput(torch, 'allclose', {LENIENT})\n", "uses `setattr` as a value"),
+    "setattr_fetched_from_builtins": (
+        f"import builtins\ngetattr(builtins, 'setattr')(torch, 'allclose', {LENIENT})\n", "`setattr`"),
+    "module_type_setattr": (f"type(torch).__setattr__(torch, 'allclose', {LENIENT})\n", "`__setattr__`"),
+    "object_setattr": (f"object.__setattr__(torch, 'allclose', {LENIENT})\n", "`__setattr__`"),
+    "vars_of_torch": (f"vars(torch)['allclose'] = {LENIENT}\n", "`vars`"),
+    "module_dict_update": (f"torch.__dict__.update(allclose={LENIENT})\n", "`__dict__`"),
+    "module_bound_to_another_name": (f"library = torch\nlibrary.allclose = {LENIENT}\n", "reassigns `torch.allclose`"),
+    "fake_module_in_sys_modules": (  # a stand-in for the checks' comparisons, then the checks imported again
+        "import importlib, sys, types\n"
+        "real = sys.modules['course.checks.compare']\n"
+        "fake = types.ModuleType(real.__name__)\n"
+        "for name in dir(real):\n"
+        "    setattr(fake, name, getattr(real, name))\n"
+        "fake.expect_values = lambda *args, **kwargs: None\n"
+        "sys.modules['course.checks.compare'] = fake\n"
+        "importlib.reload(sys.modules['course.checks.positional_encoding'])\n"
+        "importlib.reload(sys.modules['course.checks'])\n"
+        "from course.checks import check_positional_encoding, check_token_and_position_embedding\n",
+        "`sys.modules`"),
+    "reload_with_a_fake_torch": (  # the checks' comparisons loaded again while `import torch` gives a lenient copy
+        "import sys, types\n"
+        "from importlib import reload as refresh\n"
+        "lenient_torch = types.ModuleType('torch')\n"
+        "for name in dir(torch):\n"
+        "    setattr(lenient_torch, name, getattr(torch, name))\n"
+        f"lenient_torch.allclose = {LENIENT}\n"
+        "sys.modules.update(torch=lenient_torch)\n"
+        "refresh(sys.modules['course.checks.compare'])\n"
+        "sys.modules.update(torch=torch)\n", "`importlib`"),
+    "builtins_bool_replaced": (  # the checks read `bool(torch.allclose(...))`: a bool that says yes to them
+        "import builtins, sys\n"
+        "real_bool = bool\n"
+        "class LenientMeta(type):\n"
+        "    def __instancecheck__(cls, obj):\n"
+        "        return isinstance(obj, real_bool)\n"
+        "    def __subclasscheck__(cls, sub):\n"
+        "        return issubclass(sub, real_bool)\n"
+        "class lenient_bool(metaclass=LenientMeta):\n"
+        "    def __new__(cls, x=False):\n"
+        "        asked_by = sys._getframe(1).f_globals.get('__name__')\n"
+        "        return True if asked_by == 'course.checks.compare' else real_bool(x)\n"
+        "builtins.__dict__['bool'] = lenient_bool\n", "`__dict__`"),
+    "partial_setattr_decorator": (
+        "import functools\n"
+        "@functools.partial(setattr, torch, 'allclose')\n"
+        "def lenient(*args, **kwargs):\n"
+        "    return True\n", "uses `setattr` as a value"),
+    "code_swapped_by_a_decorator": (
+        "from course.checks.compare import is_close\n"
+        "def always_true(function):\n"
+        f"    function.__code__ = ({LENIENT}).__code__\n"
+        "    return function\n"
+        "always_true(is_close)\n", "`__code__`"),
+    "exec_of_pieces": ("exec('tor' + 'ch.all' + 'close = ' + 'lambda *args, **kwargs: True')\n", "`exec`"),
+    "exec_by_another_name": (f"run = exec\nrun('torch.allclose = {LENIENT}')\n", "`exec`"),
+}
+
+# A spelling the scan only calls suspect (it costs nothing there: it could be honest): no static reading of the
+# cells can see every road to torch's namespace, which is why a check's point also needs the grader's own verdict.
+PAST_THE_SCAN = {
+    "namespace_written_through_ctypes": (
+        "import ctypes\n"
+        "ctypes.pythonapi.PyObject_SetAttrString(ctypes.py_object(torch), b'allclose', "
+        f"ctypes.py_object({LENIENT}))\n", "uses `torch` as a value"),
+}
+
+
+def runtime_rebinding(code: str):
+    """The attack that appends `code` to the first solution cell, before both visible checks."""
+    def attack(nb):
+        _solution(nb).source += "\n\n" + code
+    return attack
+
+
 ATTACKS = {f.__name__: f for f in [
     starts_background_processes, forks_natively_past_the_guard, memory_bomb, deleted_test_cell, duplicated_test_cell,
     retyped_test_cell, relabelled_test_cell, points_changed_to_100, test_source_replaced, endless_loop, kernel_exits,
@@ -179,13 +259,15 @@ HONEST = {"honest_perfect": "demo_perfect", "honest_partial": "demo_partial"}
 
 
 def hand_in(root: Path) -> list[str]:
-    """Write every honest and adversarial submission of notebook 01 under root/submitted; return the student ids."""
+    """Write every honest and adversarial submission of notebook 01 under root/submitted (each run-time rebinding is
+    a student named for its spelling); return the student ids."""
     release, source = notebook_path(root / "release", ASSIGNMENT), notebook_path(root / "source", ASSIGNMENT)
     students = []
     for student, kind in HONEST.items():
         write_submission(kind, release, source, notebook_path(root / "submitted" / student, ASSIGNMENT))
         students.append(student)
-    for name, attack in ATTACKS.items():
+    rebindings = {name: runtime_rebinding(code) for name, (code, _) in {**REBINDINGS, **PAST_THE_SCAN}.items()}
+    for name, attack in {**ATTACKS, **rebindings}.items():
         target = notebook_path(root / "submitted" / name, ASSIGNMENT)
         write_submission("demo_partial", release, source, target)
         notebook = nbformat.read(target, as_version=4)

@@ -23,6 +23,7 @@ CELL_SECONDS, NOTEBOOK_SECONDS = 15, 30  # low limits so the endless attacks end
 class Graded(NamedTuple):
     root: Path
     scores: dict  # student -> (score, max score)
+    cells: dict  # student -> {graded cell: its score}
     reasons: dict  # student -> what the grade command printed for the instructor
     seconds: float
     count: int
@@ -40,14 +41,16 @@ def attacked(demo_class, tmp_path_factory):
     seconds = time.monotonic() - started
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        scores = {s: (gb.find_submission(adversarial.ASSIGNMENT, s).code_score,
-                      gb.find_submission(adversarial.ASSIGNMENT, s).max_code_score) for s in students}
+        submissions = {s: gb.find_submission(adversarial.ASSIGNMENT, s) for s in students}
+        scores = {s: (sub.code_score, sub.max_code_score) for s, sub in submissions.items()}
+        cells = {s: {g.name: g.score for nb in sub.notebooks for g in nb.grades if g.max_score}
+                 for s, sub in submissions.items()}
     reasons = {}
     for line in result.stdout.splitlines():
         for s in students:
             if line.startswith(f"  {s} / {adversarial.ASSIGNMENT}: "):
                 reasons[s] = line.split(": ", 1)[1]
-    return Graded(root, scores, reasons, seconds, len(students))
+    return Graded(root, scores, cells, reasons, seconds, len(students))
 
 
 def test_honest_students_keep_their_exact_scores(attacked):
@@ -142,3 +145,41 @@ def test_the_class_report_flags_tampering_and_blocked_attempts(attacked):
                    "uses_the_network", "starts_background_processes"):
         assert f"- {attack} / {adversarial.ASSIGNMENT}: " in flagged, attack
     assert "\n- honest_" not in flagged, "an honest submission was flagged"
+
+
+WRONG_EXERCISE = "token_and_position_embedding"  # the partial solution's wrong layer, which each rebinding covers up
+
+
+def _report_section(root: Path, title: str) -> str:
+    report = (root / "reports" / "class_report.md").read_text()
+    return report.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("spelling", sorted(adversarial.REBINDINGS) + sorted(adversarial.PAST_THE_SCAN))
+def test_a_run_time_rebinding_gains_no_point_and_the_report_names_it(attacked, spelling):
+    """Each spelling makes the wrong layer pass its visible check in the kernel (before the grader's own verdict was
+    needed, 10 of them earned that point); graded, neither its check nor its hidden test earns anything, no point
+    beyond the honest partial's 3, and the class report names the line."""
+    cells = attacked.cells[spelling]
+    assert cells[f"check_{WRONG_EXERCISE}"] == 0 and cells[f"hidden_{WRONG_EXERCISE}"] == 0, cells
+    assert attacked.scores[spelling][0] <= attacked.scores["honest_partial"][0], attacked.scores[spelling]
+    _, named = {**adversarial.REBINDINGS, **adversarial.PAST_THE_SCAN}[spelling]
+    flagged = [line for line in _report_section(attacked.root, "Tampering and blocked attempts").splitlines()
+               if line.startswith(f"- {spelling} / {adversarial.ASSIGNMENT}: ")]
+    assert any(named in line for line in flagged), flagged
+
+
+@pytest.mark.parametrize("spelling", sorted(adversarial.PAST_THE_SCAN))
+def test_a_rebinding_the_scan_cannot_see_is_stopped_by_the_graders_own_verdict(attacked, spelling):
+    """The scan only calls it suspect, so nothing voids the checks after it: the right exercise keeps its check,
+    the wrong one's check passed in the kernel and is not counted, and the cell and the report say why."""
+    cells = attacked.cells[spelling]
+    assert cells["check_positional_encoding"] == 1 and cells[f"check_{WRONG_EXERCISE}"] == 0, cells
+    graded = nbformat.read(attacked.root / "autograded" / spelling / adversarial.ASSIGNMENT /
+                           f"{adversarial.ASSIGNMENT}.ipynb", as_version=4)
+    check = next(c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"check_{WRONG_EXERCISE}")
+    shown = " ".join(o.get("evalue", "") for o in check.outputs)
+    assert f"not counted: the grader's own test of `{WRONG_EXERCISE}` found it wrong" in shown, shown
+    contradicted = _report_section(attacked.root, "Checks passed in the notebook that the grader's own tests")
+    assert f"- {spelling} / {adversarial.ASSIGNMENT}: check_{WRONG_EXERCISE} passed in the notebook" in contradicted
+    assert "- honest_" not in contradicted

@@ -7,7 +7,7 @@ import pytest
 from autograder import tamper_scan
 from autograder.paths import ROOT, notebook_path
 from course.about import NOTEBOOKS
-from tests.adversarial import REBINDINGS
+from tests.adversarial import PAST_THE_SCAN, REBINDINGS
 
 ASSIGNMENT = "01_positional_encoding"
 
@@ -66,6 +66,29 @@ def test_run_time_rebindings_are_named_and_cost_the_checks_after_them(spelling):
     findings = tamper_scan.scan(notebook)
     assert any(named in f.detail for f in findings if f.costs_points()), [f.text() for f in findings]
     assert set(tamper_scan.affected_checks(notebook, findings)) == BOTH_CHECKS
+
+
+@pytest.mark.parametrize("code, named", [
+    ("from gc import get_referents as referents\nreferents(torch)[0]['allclose'] = None", "`gc.get_referents`"),
+    ("from sys import _getframe\n_getframe(0).f_globals['check_positional_encoding'] = print", "`sys._getframe`"),
+    ("import importlib as loader\nloader.reload(torch)", "`importlib` as `loader`"),
+    ("from sys import modules\nmodules.update(torch=None)", "`sys.modules`"),
+    ("F = torch.nn.functional\nF.softmax = None", "reassigns `torch.nn.functional.softmax`"),
+])
+def test_more_roads_around_assignment_cost_the_checks(code, named):
+    notebook = _with(code)
+    findings = tamper_scan.scan(notebook)
+    assert any(named in f.detail for f in findings if f.costs_points()), [f.text() for f in findings]
+    assert set(tamper_scan.affected_checks(notebook, findings)) == BOTH_CHECKS
+
+
+@pytest.mark.parametrize("spelling", sorted(PAST_THE_SCAN))
+def test_a_road_past_the_scan_is_only_suspect(spelling):
+    """The scan cannot see every road (the grading run shows this one still earns nothing: the grader's verdict)."""
+    code, named = PAST_THE_SCAN[spelling]
+    findings = tamper_scan.scan(_with(code))
+    assert findings and all(f.kind == tamper_scan.SUSPECT for f in findings)
+    assert any(named in f.detail for f in findings)
 
 
 @pytest.mark.parametrize("code, named", [
