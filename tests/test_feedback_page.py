@@ -110,6 +110,8 @@ def test_the_page_reads_well_offline_in_chromium(feedback):
             page.wait_for_load_state("load")
             overflowing = page.evaluate("""() => [...document.querySelectorAll('div.output_subarea pre')]
                 .filter(box => box.scrollWidth > box.clientWidth + 1).map(box => box.textContent.slice(0, 80))""")
+            wrapping = page.evaluate("""() => [...document.querySelectorAll('div.output_error pre')]
+                .map(box => [getComputedStyle(box).whiteSpace, getComputedStyle(box).overflowWrap])""")
             sizes = page.evaluate("""() => [...document.querySelectorAll('math')].map(m => {
                 const r = m.getBoundingClientRect(); return [r.width, r.height]; })""")
             page.locator('a[name="hidden_positional_encoding"]').scroll_into_view_if_needed()
@@ -119,6 +121,7 @@ def test_the_page_reads_well_offline_in_chromium(feedback):
             page.screenshot(path=ARTIFACTS / "feedback-page-math.png")
         finally:
             browser.close()
+    assert wrapping and all(style == ["pre-wrap", "anywhere"] for style in wrapping), wrapping
     assert not overflowing, f"output boxes scroll sideways: {overflowing}"
     assert sizes and all(width > 0 and height > 0 for width, height in sizes), "a formula is not drawn"
     math_requests = [url for url in requested if "mathjax" in url.lower()]

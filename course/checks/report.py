@@ -104,9 +104,10 @@ def _library_folders() -> tuple[str, ...]:
     return tuple(folder.rstrip(os.sep) + os.sep for folder in folders)
 
 
-def is_student_code(frame: FrameType) -> bool:
+def is_student_code(frame: FrameType, library: tuple[str, ...] | None = None) -> bool:
     """Whether `frame` runs the student's code: a notebook cell (`/tmp/ipykernel_*/*.py`, `<ipython-input-...>`) or
-    any file outside the course and grader packages, Python's library and installed packages."""
+    any file outside the `library` folders (by default the course and grader packages, Python's library and installed
+    packages)."""
     filename = frame.f_code.co_filename
     if filename.startswith("<frozen") or filename.startswith("<__array_function__"):
         return False
@@ -114,13 +115,13 @@ def is_student_code(frame: FrameType) -> bool:
         return True
     if "site-packages" in Path(filename).parts or "dist-packages" in Path(filename).parts:
         return False
-    return not str(Path(filename).resolve()).startswith(_library_folders())
+    return not str(Path(filename).resolve()).startswith(library or _library_folders())
 
 
 def _student_entries(exc: BaseException) -> list[TracebackType]:
-    entries, tb = [], exc.__traceback__
+    entries, tb, library = [], exc.__traceback__, _library_folders()
     while tb is not None:
-        if is_student_code(tb.tb_frame):
+        if is_student_code(tb.tb_frame, library):
             entries.append(tb)
         tb = tb.tb_next
     return entries
@@ -195,7 +196,10 @@ def _where(entry: TracebackType) -> str:
 
 def error_text(exc: BaseException) -> str:
     """`Type: message`, the message cut at ERROR_TEXT_LIMIT characters, its lines indented under the first."""
-    said = str(exc).strip()
+    try:
+        said = str(exc).strip()
+    except Exception:  # noqa: BLE001: an exception whose message itself fails is still named
+        said = ""
     if len(said) > ERROR_TEXT_LIMIT:
         said = said[:ERROR_TEXT_LIMIT] + " ..."
     said = "\n  ".join(line for line in said.splitlines() if line.strip())
