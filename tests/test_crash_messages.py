@@ -93,6 +93,16 @@ def test_the_hidden_test_names_the_call_that_raised(notebook, exercise, impl, ca
     assert isinstance(failure.value.__cause__, RuntimeError)
 
 
+def test_a_hidden_test_that_records_errors_says_the_students_code_raised(capsys):
+    def chunk(ids, seq_len):
+        n = len(ids) // seq_len
+        return ids[: n * seq_len].view(n, seq_len + 1)  # one token too many per window
+
+    with pytest.raises(HiddenTestFailed, match=r"^chunk\(.*\): your code raised RuntimeError where the reference "
+                                               "returns a result$"):
+        hidden_test("shakespeare", "chunk")(chunk)
+
+
 def test_the_rendered_failure_shows_the_traceback_from_the_students_call_on():
     with pytest.raises(CheckFailed) as failure:
         visible_check("attention")(attention)

@@ -178,12 +178,19 @@ class Observations:
         return {what: value for what, (value, _) in self.items.items()}
 
 
+def raised(value) -> str | None:
+    """The exception's name when `value` records that a call raised instead of returning ({"raised": name})."""
+    return value["raised"] if isinstance(value, dict) and set(value) == {"raised"} else None
+
+
 def compare(student: dict[str, Any], reference: Observations) -> None:
     """Raise HiddenTestFailed with the first value of `student` (name -> recorded value) that its rule rejects."""
     for what, (expected, rule) in reference.items.items():
         if what not in student:
             raise HiddenTestFailed(f"{what}: was not observed (the test took another path than with the reference)")
         message = rule.judge(what, student[what], expected)
+        if message and raised(student[what]) and not raised(expected):
+            message = f"{what}: your code raised {raised(student[what])} where the reference returns a result"
         if message:
             raise HiddenTestFailed(message)
 
