@@ -2,7 +2,9 @@
 
 nbgrader's ClearHiddenTests empties the hidden region of a cell's source, but the traceback of a
 failed hidden test still quotes the lines around the failure, hidden ones included. This keeps only
-the last line of such tracebacks (`HiddenTestFailed: ...`), which says what went wrong.
+the last line of such tracebacks (`HiddenTestFailed: ...`), which says what went wrong: a value that differs, or,
+when the student's code raised, the call that raised with its arguments' shapes, the error and the student's line
+(`autograder.hidden.observe.observe_or_explain`).
 """
 from nbgrader.preprocessors import NbGraderPreprocessor
 
