@@ -168,6 +168,9 @@ def observe_layer_norm(LayerNorm, trials: int = 8, seed: int = 402) -> Observati
             x[..., :] = 2.5  # constant vectors: variance 0
         what = f"case {trial + 1}: " + described("LayerNorm", init)
         _everywhere(seen, fresh_weights(seen, LayerNorm(**init), what, weights_seed), x, what)
+    fresh = LayerNorm(7)
+    seen.exact("LayerNorm(7) as created: its weight (ones)", getattr(fresh, "weight", None))
+    seen.exact("LayerNorm(7) as created: its bias (zeros)", getattr(fresh, "bias", None))
     return seen
 
 
@@ -183,6 +186,9 @@ def observe_feed_forward(FeedForward, trials: int = 6, seed: int = 403) -> Obser
         what = f"case {trial + 1}: " + described("FeedForward", init) + (" in eval mode" if "dropout" in init else "")
         module = fresh_weights(seen, FeedForward(**init), what, weights_seed, spread=2.0).eval()
         _everywhere(seen, module, x, what)
+    module, x = FeedForward(6, 10).train(), torch.randn(3, 6, generator=g)
+    seen.claim("FeedForward(6, 10) in training mode gave different results on two identical calls: with the default "
+               "dropout=0.0 it must be deterministic", torch.equal(module(x), module(x)))
     return seen
 
 

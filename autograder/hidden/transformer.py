@@ -1,13 +1,16 @@
 """Hidden tests for notebook 05: fresh configurations whose parameters get fresh weights by name on each side (the names
-and shapes themselves are an observation), outputs on every device and dtype; `generate` on hand-made toy language
-models (one with dropout), its samples judged against the exact probabilities the grader computes itself."""
+and shapes themselves are an observation), outputs on every device and dtype, in eval mode (with dropout > 0 too), at
+every depth from 1 to 4 and for sequences of one token; `EncoderDecoderTransformer` with torch's decoder layer in place
+of each DecoderBlock, so that a mistake there costs points once; `generate` on hand-made toy language models (one with
+dropout), its samples judged against the exact probabilities the grader computes itself."""
 from dataclasses import dataclass, field
 
 import torch
 
 from autograder.hidden.attention_block import case_seed, described, fresh_weights
-from autograder.hidden.models import pair_probabilities
-from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, describe, generator, grid, hidden_test
+from autograder.hidden.models import StandInDecoderBlock, pair_probabilities
+from autograder.hidden.observe import (HiddenTestFailed, Observations, Rule, describe, generator, grid, hidden_test,
+                                       substituted_globals)
 from autograder.reference.masking import causal_mask, padding_mask  # notebook 03: loaded in graded kernels already
 from course.checks.transformer import SAMPLING_TOLERANCE, _joint_frequencies, toy_model
 from course.device import available_devices
@@ -28,39 +31,56 @@ def _on(tensor, device, dtype=None):
     return tensor.to(device, dtype, copy=True) if dtype is not None else tensor.to(device, copy=True)
 
 
-def observe_decoder_only_transformer(DecoderOnlyTransformer, trials: int = 3, seed: int = 501) -> Observations:
+def _dropout(config: dict, dropout: float) -> tuple[dict, str]:
+    """`config` with `dropout` when it is above 0, and the words that say the model runs in eval mode."""
+    return ({**config, "dropout": dropout}, " in eval mode") if dropout else (config, "")
+
+
+def observe_decoder_only_transformer(DecoderOnlyTransformer, seed: int = 501) -> Observations:
     seen = Observations()
     g = generator(seed)
-    for trial in range(trials):
+    # Every depth from 1 to 4 in both norm orders (so a mask, a norm or an order applied in only some blocks shows),
+    # sequences of one token and of max_len tokens, and dropout > 0 in eval mode (no dropout at all).
+    cases = [(1, True, 0.0, "some"), (2, False, 0.0, "max_len"), (3, True, 0.0, "max_len"), (4, False, 0.2, "some"),
+             (3, False, 0.0, "one"), (2, True, 0.3, "max_len"), (4, True, 0.0, "some"), (1, False, 0.0, "one")]
+    for case, (n_layers, norm_first, dropout, length) in enumerate(cases, start=1):
         n_heads = _int(g, 1, 4)
         config = dict(vocab_size=_int(g, 2, 30), d_model=n_heads * _int(g, 2, 7), n_heads=n_heads, d_ff=_int(g, 4, 40),
-                      n_layers=_int(g, 1, 4), max_len=_int(g, 2, 12), norm_first=trial % 2 == 0)
+                      n_layers=n_layers, max_len=_int(g, 2, 12), norm_first=norm_first)
+        config, mode = _dropout(config, dropout)
         weights_seed = case_seed(g)
-        tokens = torch.randint(0, config["vocab_size"], (_int(g, 1, 4), _int(g, 1, config["max_len"] + 1)), generator=g)
-        what = f"case {trial + 1}: {described('DecoderOnlyTransformer', config)}"
-        model = fresh_weights(seen, DecoderOnlyTransformer(**config).double(), what, weights_seed)
+        T = {"one": 1, "max_len": config["max_len"], "some": _int(g, 2, config["max_len"] + 1)}[length]
+        tokens = torch.randint(0, config["vocab_size"], (_int(g, 1, 4), T), generator=g)
+        what = f"case {case}: {described('DecoderOnlyTransformer', config)}{mode}"
+        model = fresh_weights(seen, DecoderOnlyTransformer(**config).double(), what, weights_seed).eval()
         for device, dtype in grid():
-            logits = model.to(device, dtype).eval()(_on(tokens, device))
+            logits = model.to(device, dtype)(_on(tokens, device))
             seen.close(f"logits of {what} for tokens {_shape(tokens)} ({device.type}, {dtype})", logits, dtype)
     return seen
 
 
-def observe_decoder_block(DecoderBlock, trials: int = 4, seed: int = 502) -> Observations:
+def observe_decoder_block(DecoderBlock, seed: int = 502) -> Observations:
     seen = Observations()
     g = generator(seed)
-    for trial in range(trials):
+    # (T, S or None for S = T, norm_first, dropout): as many memory positions as targets in both norm orders (a mask
+    # given to the wrong attention fits), one target, one memory position, dropout > 0 in eval mode.
+    cases = [(None, None, False, 0.0), (None, None, True, 0.0), ("some", "some", False, 0.0),
+             ("some", "some", True, 0.0), (1, 5, True, 0.0), (4, 1, False, 0.0), ("some", "some", True, 0.3),
+             ("some", "some", False, 0.4)]
+    for case, (T, S, norm_first, dropout) in enumerate(cases, start=1):
         n_heads = _int(g, 1, 4)
-        config = dict(d_model=n_heads * _int(g, 2, 7), n_heads=n_heads, d_ff=_int(g, 4, 40), norm_first=trial % 2 == 1)
+        config, mode = _dropout(dict(d_model=n_heads * _int(g, 2, 7), n_heads=n_heads, d_ff=_int(g, 4, 40),
+                                     norm_first=norm_first), dropout)
         weights_seed = case_seed(g)
-        B, T, S = _int(g, 1, 4), _int(g, 1, 9), _int(g, 1, 9)
-        if trial < 2:
-            S = T  # as many memory positions as targets, in both norm orders: masks given to the wrong attention fit
+        B = _int(g, 1, 4)
+        T = _int(g, 1, 9) if T in (None, "some") else T
+        S = T if S is None else _int(g, 1, 9) if S == "some" else S
         x = torch.randn(B, T, config["d_model"], generator=g, dtype=torch.float64)
         memory = torch.randn(B, S, config["d_model"], generator=g, dtype=torch.float64)
         masks = [(None, None), (causal_mask(T), padding_mask(torch.randint(1, S + 1, (B,), generator=g), S)),
                  (torch.rand(B, T, T, generator=g) < 0.7, torch.rand(B, T, S, generator=g) < 0.7)]
-        what = f"case {trial + 1}: {described('DecoderBlock', config)}"
-        block = fresh_weights(seen, DecoderBlock(**config).double(), what, weights_seed)
+        what = f"case {case}: {described('DecoderBlock', config)}{mode}"
+        block = fresh_weights(seen, DecoderBlock(**config).double(), what, weights_seed).eval()
         for self_mask, memory_mask in masks:
             for device, dtype in grid():
                 out = block.to(device, dtype)(_on(x, device, dtype), _on(memory, device, dtype), _on(self_mask, device),
@@ -70,25 +90,48 @@ def observe_decoder_block(DecoderBlock, trials: int = 4, seed: int = 502) -> Obs
     return seen
 
 
-def observe_encoder_decoder_transformer(EncoderDecoderTransformer, trials: int = 3, seed: int = 503) -> Observations:
+def encoder_decoder_with_stand_ins(EncoderDecoderTransformer, config: dict) -> torch.nn.Module:
+    """`EncoderDecoderTransformer(**config)` with torch's decoder layer in place of every DecoderBlock: built with
+    the stand-in class in place of the notebook's own, then put in every place of `decoder` in case the model made
+    its blocks another way. A mistake in DecoderBlock costs points in its own test only."""
+    with substituted_globals(EncoderDecoderTransformer.__init__, DecoderBlock=StandInDecoderBlock):
+        model = EncoderDecoderTransformer(**config)
+    for i in range(len(model.decoder)):
+        model.decoder[i] = StandInDecoderBlock(config["d_model"], config["n_heads"], config["d_ff"],
+                                               norm_first=config["norm_first"])
+    return model
+
+
+def observe_encoder_decoder_transformer(EncoderDecoderTransformer, seed: int = 503) -> Observations:
     seen = Observations()
     g = generator(seed)
-    for trial in range(trials):
+    # (encoder layers, decoder layers, norm_first, dropout, T): depths 1 to 3 on each side in both norm orders (a
+    # mask or a norm in only some blocks shows), a target of one token, dropout > 0 in eval mode.
+    cases = [(1, 2, True, 0.0, "some"), (2, 1, False, 0.0, "some"), (3, 3, True, 0.0, "some"),
+             (2, 3, False, 0.0, 1), (3, 1, True, 0.3, "some"), (1, 1, False, 0.2, "some")]
+    for case, (n_encoder_layers, n_decoder_layers, norm_first, dropout, T) in enumerate(cases, start=1):
         n_heads = _int(g, 1, 4)
         config = dict(src_vocab_size=_int(g, 2, 30), tgt_vocab_size=_int(g, 2, 30), d_model=n_heads * _int(g, 2, 6),
-                      n_heads=n_heads, d_ff=_int(g, 4, 30), n_encoder_layers=_int(g, 1, 3),
-                      n_decoder_layers=_int(g, 1, 3), max_len=_int(g, 2, 11), norm_first=trial % 2 == 0)
+                      n_heads=n_heads, d_ff=_int(g, 4, 30), n_encoder_layers=n_encoder_layers,
+                      n_decoder_layers=n_decoder_layers, max_len=_int(g, 3, 11), norm_first=norm_first)
+        config, mode = _dropout(config, dropout)
         weights_seed = case_seed(g)
-        B, S, T = _int(g, 1, 4), _int(g, 1, config["max_len"] + 1), _int(g, 1, config["max_len"] + 1)
+        B, S = _int(g, 1, 4), _int(g, 2, config["max_len"] + 1)
+        T = _int(g, 2, config["max_len"] + 1) if T == "some" else T
         src = torch.randint(0, config["src_vocab_size"], (B, S), generator=g)
         tgt = torch.randint(0, config["tgt_vocab_size"], (B, T), generator=g)
-        what = f"case {trial + 1}: {described('EncoderDecoderTransformer', config)}"
-        model = fresh_weights(seen, EncoderDecoderTransformer(**config).double(), what, weights_seed)
-        for lengths in (None, torch.randint(1, S + 1, (B,), generator=g)):
+        what = (f"case {case}: {described('EncoderDecoderTransformer', config)}{mode}, torch's decoder layer in place "
+                "of each DecoderBlock")
+        model = fresh_weights(seen, encoder_decoder_with_stand_ins(EncoderDecoderTransformer, config).double(), what,
+                              weights_seed).eval()
+        lengths = torch.randint(1, S + 1, (B,), generator=g)
+        lengths[0] = 1  # a source of one real token
+        for src_lengths in (None, lengths):
             for device, dtype in grid():
-                logits = model.to(device, dtype).eval()(_on(src, device), _on(tgt, device), _on(lengths, device))
+                logits = model.to(device, dtype)(_on(src, device), _on(tgt, device), _on(src_lengths, device))
                 seen.close(f"{what}, src {_shape(src)}, tgt {_shape(tgt)}, src_lengths "
-                           f"{None if lengths is None else lengths.tolist()} ({device.type}, {dtype})", logits, dtype)
+                           f"{None if src_lengths is None else src_lengths.tolist()} ({device.type}, {dtype})",
+                           logits, dtype)
     return seen
 
 
@@ -166,9 +209,14 @@ def observe_generate(generate, seed: int = 504) -> Observations:
             seen.exact(what, _tokens(generate(model, _on(prompt, device), new, temperature=0), what))
             _modes(seen, model, what, was_training=True)
             model.train()
-            what = f"generate with top_k=1, prompt {_shape(prompt)}, {new} new tokens ({device.type}, {dtype})"
-            seen.exact(what, _tokens(generate(model, _on(prompt, device), new, temperature=1.0, top_k=1,
+            temperature = 1.0 if T0 == 1 else 0.4
+            what = (f"generate with top_k=1 at temperature {temperature}, prompt {_shape(prompt)}, {new} new tokens "
+                    f"({device.type}, {dtype})")
+            seen.exact(what, _tokens(generate(model, _on(prompt, device), new, temperature=temperature, top_k=1,
                                               generator=torch.Generator(device).manual_seed(3)), what))
+    prompt = torch.randint(0, V, (2, 3), generator=g)
+    seen.exact(f"generate with max_new_tokens=0, prompt {_shape(prompt)}: the prompt itself",
+               _tokens(generate(toy_model(fixture), prompt.clone(), 0, temperature=0), "max_new_tokens=0"))
     # Seeded sampling on every device: reproducible, the prompt kept, the model left in eval mode.
     for device in available_devices():
         model = toy_model(fixture, device).eval()
@@ -183,7 +231,8 @@ def observe_generate(generate, seed: int = 504) -> Observations:
     # The distribution of two sampled tokens, judged against the exact probabilities.
     model = toy_model(fixture)
     prompt = torch.randint(0, V, (1, max_len - 1), generator=g)
-    _sampled_pairs(seen, generate, model, fixture, prompt, [(1.0, None), (0.6, None), (1.8, 2), (0.9, V)], seed=8)
+    _sampled_pairs(seen, generate, model, fixture, prompt, [(1.0, None), (0.6, None), (1.8, 2), (0.9, V), (1.2, V + 2)],
+                   seed=8)
     # The same on a toy model whose next token depends strongly on the last one, with a prompt longer than max_len:
     # the token that was drawn must be the one fed back, through the crop.
     fixture = _toy(g, 5, 4, follow=1.5)

@@ -131,7 +131,8 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, temper
         max_new_tokens: how many tokens to add.
         temperature: 0 for greedy decoding (argmax); otherwise the logits are divided by it before
             the softmax and the next token is sampled.
-        top_k: None, or sample only among the top_k largest logits of each row.
+        top_k: None, or sample only among the top_k largest logits of each row; a top_k of
+            vocab_size or more keeps every token, like None.
         generator: the torch.Generator (on the prompt's device) that sampling draws from.
 
     Returns:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from course.checks.attention_block import load_weights, torch_mask, with_torch_parts
 from course.checks.compare import expect_tensor, expect_values
 from course.checks.report import CheckFailed, assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
@@ -24,39 +25,10 @@ def _randn(*shape, generator, dtype=torch.float64):
 
 # ---------------------------------------------------------------- weights and structure
 
-def load_weights(model: nn.Module, state: dict, what: str) -> nn.Module:
-    """Load the stored parameters `state` into `model` by name, failing with the names that differ.
-
-    Only parameters are compared: a buffer of the model (such as a positional table) may be missing from `state`.
-    """
-    own = dict(model.named_parameters())
-    buffers = {name for name, _ in model.named_buffers()}
-    missing = [k for k in state if k not in own and k not in buffers]
-    unexpected = [k for k in own if k not in state]
-    if missing or unexpected:
-        lines = [f"The parameter names of your {what} differ from the ones the stored weights have."]
-        if missing:
-            lines.append(f"Expected but not found in your model: {', '.join(missing[:6])}"
-                         + (f" (and {len(missing) - 6} more)" if len(missing) > 6 else "") + ".")
-        if unexpected:
-            lines.append(f"In your model but not expected: {', '.join(unexpected[:6])}"
-                         + (f" (and {len(unexpected) - 6} more)" if len(unexpected) > 6 else "") + ".")
-        lines.append("Use exactly the submodule names of the exercise (self.<name> = ...), build no extra layers "
-                     "with parameters, and share no weights between modules.")
-        fail("\n  ".join(lines))
-    for name, tensor in state.items():
-        if name in own and tuple(own[name].shape) != tuple(tensor.shape):
-            fail(f"In your {what}, {name} has shape {tuple(own[name].shape)}, but {tuple(tensor.shape)} was expected.")
-    with torch.no_grad():
-        for name, tensor in state.items():
-            if name in own:
-                own[name].copy_(tensor)
-    return model
-
-
-def built(cls, case: dict, device: torch.device, dtype: torch.dtype) -> nn.Module:
+def built(cls, case: dict, device: torch.device, dtype: torch.dtype, hint: str = "") -> nn.Module:
     """`cls(**case["config"])` on `device` in `dtype`, with the case's stored weights loaded by name."""
-    return load_weights(cls(**case["config"]).to(device=device, dtype=dtype), case["state"], cls.__name__)
+    return load_weights(cls(**case["config"]).to(device=device, dtype=dtype), case["state"],
+                        f"the stored weights of {cls.__name__}", hint)
 
 
 def _expect_attention(module, name: str) -> None:
@@ -262,14 +234,22 @@ def _scramble(module: nn.Module, generator: torch.Generator) -> None:
             p.copy_(centre + 0.4 * torch.randn(p.shape, generator=generator, dtype=torch.float64))
 
 
+DECODER_BLOCK_PARTS = {"attention": ("self_attn", "cross_attn"), "feed_forward": ("ff",),
+                       "norms": ("norm1", "norm2", "norm3")}
+DECODER_PARTS_NOTE = ("(PyTorch's own attention, feed-forward network and layer norms, holding your weights, ran in "
+                      "self_attn, cross_attn, ff and norm1-3: the difference comes from how your block joins them.)")
+
+
 def check_decoder_block(DecoderBlock) -> None:
-    """Submodules, stored outputs (naming known mistakes), PyTorch's nn.TransformerDecoderLayer with the same
-    weights on every device and dtype, then the roles of x and memory and the masks."""
+    """Submodules, then, with PyTorch's own parts in self_attn, cross_attn, ff and norm1-3 (holding the student's
+    weights, so that notebook 04's pieces do not count here): stored outputs (naming known mistakes),
+    nn.TransformerDecoderLayer with the same weights on every device and dtype, the roles of x and memory, the
+    masks."""
     fixture = load("transformer")["DecoderBlock"]
     cases = fixture["cases"]
 
     def build(c, device=torch.device("cpu"), dtype=torch.float64):
-        return built(DecoderBlock, c, device, dtype)
+        return with_torch_parts(built(DecoderBlock, c, device, dtype), c["config"]["n_heads"], **DECODER_BLOCK_PARTS)
 
     def structure():
         for c in cases:
@@ -290,8 +270,11 @@ def check_decoder_block(DecoderBlock) -> None:
         for c in cases:
             out = call(build(c), c, torch.device("cpu"), torch.float64)
             order = "pre-norm" if c["config"]["norm_first"] else "post-norm"
-            expect_tensor(f"The output ({order})", out, shape=c["expected"].shape)
-            expect_values(f"The output ({order})", out, c["expected"], torch.float64, c["mistakes"])
+            try:
+                expect_tensor(f"The output ({order})", out, shape=c["expected"].shape)
+                expect_values(f"The output ({order})", out, c["expected"], torch.float64, c["mistakes"])
+            except CheckFailed as exc:
+                fail(f"{exc.args[0]}\n  {DECODER_PARTS_NOTE}")
 
     def like_torch(device, dtype):
         def step():
@@ -301,7 +284,7 @@ def check_decoder_block(DecoderBlock) -> None:
                 block = DecoderBlock(d, h, f, norm_first=norm_first).double()
                 _scramble(block, g)
                 layer = _into_torch_layer(block, d, h, f, norm_first, device, dtype)
-                block = block.to(device, dtype)
+                block = with_torch_parts(block.to(device, dtype), h, **DECODER_BLOCK_PARTS)
                 x, memory = _randn(B, T, d, generator=g).to(device, dtype), _randn(B, S, d, generator=g).to(device, dtype)
                 blocked = torch.ones(T, T, dtype=torch.bool, device=device).triu(1)  # torch: True = may NOT attend
                 lengths = torch.tensor([S, 4], device=device)
@@ -310,8 +293,11 @@ def check_decoder_block(DecoderBlock) -> None:
                 expected = layer(x, memory, tgt_mask=blocked, memory_key_padding_mask=pad).detach()
                 order = "pre-norm" if norm_first else "post-norm"
                 expect_tensor(f"The output ({order})", out, shape=(B, T, d), dtype=dtype, device=device)
-                expect_values(f"The output ({order}) compared with nn.TransformerDecoderLayer", out,
-                              expected.to("cpu", torch.float64), dtype)
+                try:
+                    expect_values(f"The output ({order}) compared with nn.TransformerDecoderLayer", out,
+                                  expected.to("cpu", torch.float64), dtype)
+                except CheckFailed as exc:
+                    fail(f"{exc.args[0]}\n  {DECODER_PARTS_NOTE}")
         return step
 
     def roles():
@@ -367,14 +353,47 @@ def encoder_decoder_parameters(src_vocab_size, tgt_vocab_size, d_model, d_ff, n_
             + d * tgt_vocab_size + tgt_vocab_size)
 
 
+class TorchDecoderBlock(nn.Module):
+    """Stands in for a DecoderBlock: PyTorch's nn.TransformerDecoderLayer holding its weights, called as the
+    exercise is, forward(x (B, T, d_model), memory (B, S, d_model), self_mask=None, memory_mask=None) -> (B, T,
+    d_model), with the course's masks (True = may attend). Every query needs a key it may attend to."""
+
+    def __init__(self, block: nn.Module, n_heads: int, d_ff: int, norm_first: bool):
+        super().__init__()
+        weight = block.self_attn.W_q.weight
+        self.n_heads = n_heads
+        self.inner = _into_torch_layer(block, weight.shape[1], n_heads, d_ff, norm_first, weight.device, weight.dtype)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        (B, T, _), S = x.shape, memory.shape[1]
+        return self.inner(x, memory, tgt_mask=torch_mask(self_mask, B, self.n_heads, T, T),
+                          memory_mask=torch_mask(memory_mask, B, self.n_heads, T, S))
+
+
+DECODER_STAND_IN_NOTE = ("(PyTorch's nn.TransformerDecoderLayer, holding your weights, ran in place of each of your "
+                         "DecoderBlocks: the difference comes from the model around them.)")
+
+
 def check_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
-    """Submodules, the parameter count, stored logits on every device and dtype (naming known mistakes), the
-    source padding, cross-attention, and causality on the target side."""
+    """Submodules, the parameter count, then, with PyTorch's decoder layer in place of each DecoderBlock (holding the
+    student's weights, so that a mistake in DecoderBlock costs points in its own check only): stored logits on every
+    device and dtype (naming known mistakes), the source padding, cross-attention, causality on the target side."""
     fixture = load("transformer")["EncoderDecoderTransformer"]
     cases = fixture["cases"]
 
     def build(c, device=torch.device("cpu"), dtype=torch.float64):
-        return built(EncoderDecoderTransformer, c, device, dtype)
+        model = built(EncoderDecoderTransformer, c, device, dtype,
+                      hint="Use exactly the submodule names of the table, and inside the blocks those of "
+                           "TransformerBlock (notebook 04) and DecoderBlock: when check_decoder_block above fails, "
+                           "fix DecoderBlock first.")
+        cfg = c["config"]
+        for i, block in enumerate(model.decoder):
+            try:
+                model.decoder[i] = TorchDecoderBlock(block, cfg["n_heads"], cfg["d_ff"], cfg["norm_first"])
+            except AttributeError as exc:
+                fail(f"decoder[{i}] cannot be read as a DecoderBlock ({exc}). Make check_decoder_block above pass "
+                     "first.")
+        return model
 
     def structure():
         for c in cases:
@@ -391,7 +410,9 @@ def check_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
 
     def parameter_count():
         for cfg in fixture["count_configs"]:
-            counted = _count(EncoderDecoderTransformer(**cfg))
+            model = EncoderDecoderTransformer(**cfg)  # the decoder blocks counted as they should be: their own check
+            counted = _count(model) - sum(_count(block) for block in model.decoder) \
+                + len(model.decoder) * _per_decoder_block(cfg["d_model"], cfg["d_ff"])
             expected = encoder_decoder_parameters(cfg["src_vocab_size"], cfg["tgt_vocab_size"], cfg["d_model"],
                                                   cfg["d_ff"], cfg["n_encoder_layers"], cfg["n_decoder_layers"],
                                                   cfg["norm_first"])
@@ -416,7 +437,11 @@ def check_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
                         (", no src_lengths" if lengths is None else f", src_lengths={run['src_lengths'].tolist()}")
                     expect_tensor(f"The logits tensor ({described})", logits, shape=run["expected"].shape, dtype=dtype,
                                   device=device)
-                    expect_values(f"The logits tensor ({described})", logits, run["expected"], dtype, run["mistakes"])
+                    try:
+                        expect_values(f"The logits tensor ({described})", logits, run["expected"], dtype,
+                                      run["mistakes"])
+                    except CheckFailed as exc:
+                        fail(f"{exc.args[0]}\n  {DECODER_STAND_IN_NOTE}")
         return step
 
     def padding():

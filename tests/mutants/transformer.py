@@ -3,6 +3,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from autograder.mistakes import for_exercise
 from autograder.reference import transformer as ref
 from autograder.reference.attention_block import LayerNorm, MultiHeadAttention, TransformerBlock
 from autograder.reference.masking import causal_mask, padding_mask
@@ -344,6 +345,164 @@ def top_k_gather_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=N
     return _generic(model, prompt, max_new_tokens, choose)
 
 
+
+# ---------------------------------------------------------------- wiring in some blocks only; dropout left on (mutants)
+
+def _decoder_only_forward(model, tokens, mask_in=lambda i: True):
+    mask = causal_mask(tokens.shape[-1], device=tokens.device)
+    x = model.embedding(tokens)
+    for i, block in enumerate(model.blocks):
+        x = block(x, mask if mask_in(i) else None)
+    return model.lm_head(model.norm_final(x))
+
+
+class only_first_block_masked(ref.DecoderOnlyTransformer):
+    def forward(self, tokens):
+        return _decoder_only_forward(self, tokens, mask_in=lambda i: i == 0)
+
+
+class last_block_post_norm(ref.DecoderOnlyTransformer):
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout=0.0, norm_first=True):
+        super().__init__(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout, norm_first)
+        self.blocks[-1].norm_first = False
+
+
+class decoder_only_dropout_in_eval(ref.DecoderOnlyTransformer):  # F.dropout without training=self.training
+    def forward(self, tokens):
+        mask = causal_mask(tokens.shape[-1], device=tokens.device)
+        x = F.dropout(self.embedding(tokens), self.dropout.p)
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.lm_head(self.norm_final(x))
+
+
+class decoder_block_dropout_in_eval(ref.DecoderBlock):
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        p = self.dropout.p
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + F.dropout(self.self_attn(h, h, self_mask)[0], p)
+            x = x + F.dropout(self.cross_attn(self.norm2(x), memory, memory_mask)[0], p)
+            return x + F.dropout(self.ff(self.norm3(x)), p)
+        x = self.norm1(x + F.dropout(self.self_attn(x, x, self_mask)[0], p))
+        x = self.norm2(x + F.dropout(self.cross_attn(x, memory, memory_mask)[0], p))
+        return self.norm3(x + F.dropout(self.ff(x), p))
+
+
+def _encoder_decoder_forward(model, src, tgt, src_lengths, *, encoder_mask_in=lambda i: True,
+                             memory_mask_in=lambda i: True, embed=lambda x: x):
+    pad = None if src_lengths is None else padding_mask(src_lengths, src.shape[-1])
+    memory = embed(model.src_embedding(src))
+    for i, block in enumerate(model.encoder):
+        memory = block(memory, pad if encoder_mask_in(i) else None)
+    memory = model.encoder_norm(memory)
+    x = embed(model.tgt_embedding(tgt))
+    for i, block in enumerate(model.decoder):
+        x = block(x, memory, causal_mask(tgt.shape[-1], device=tgt.device), pad if memory_mask_in(i) else None)
+    return model.lm_head(model.decoder_norm(x))
+
+
+class padding_only_in_first_decoder_block(ref.EncoderDecoderTransformer):
+    def forward(self, src, tgt, src_lengths=None):
+        return _encoder_decoder_forward(self, src, tgt, src_lengths, memory_mask_in=lambda i: i == 0)
+
+
+class padding_only_in_first_encoder_block(ref.EncoderDecoderTransformer):
+    def forward(self, src, tgt, src_lengths=None):
+        return _encoder_decoder_forward(self, src, tgt, src_lengths, encoder_mask_in=lambda i: i == 0)
+
+
+class encoder_decoder_dropout_in_eval(ref.EncoderDecoderTransformer):
+    def forward(self, src, tgt, src_lengths=None):
+        return _encoder_decoder_forward(self, src, tgt, src_lengths, embed=lambda x: F.dropout(x, self.dropout.p))
+
+
+def top_k_above_vocabulary_fails(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    def choose(logits):  # torch.topk raises when top_k exceeds the vocabulary
+        if temperature == 0:
+            return logits.argmax(-1, keepdim=True)
+        logits = logits / temperature
+        if top_k is not None:
+            kth = logits.topk(top_k, -1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        return torch.multinomial(logits.softmax(-1), 1, generator=generator)
+    return _generic(model, prompt, max_new_tokens, choose)
+
+
+# ---------------------------------------------------------------- more correct variants
+
+class decoder_only_buffers_variant(nn.Module):
+    """A causal mask of max_len stored as a buffer and sliced, ARENA's IGNORE buffer, sizes read with int()."""
+
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout=0.0, norm_first=True):
+        super().__init__()
+        self.embedding = TokenAndPositionEmbedding(vocab_size, d_model, max_len)
+        self.blocks = nn.ModuleList([TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first)
+                                     for _ in range(n_layers)])
+        self.norm_final = LayerNorm(d_model) if norm_first else nn.Identity()
+        self.lm_head = nn.Linear(d_model, vocab_size)
+        self.register_buffer("causal", torch.ones(max_len, max_len, dtype=torch.bool).tril())
+        self.register_buffer("IGNORE", torch.tensor(-1e5))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, tokens):
+        T = int(tokens.shape[1])
+        x = self.drop(self.embedding(tokens))
+        for block in self.blocks:
+            x = block(x, self.causal[:T, :T])
+        return self.lm_head(self.norm_final(x))
+
+
+class decoder_block_buffer_variant(ref.DecoderBlock):  # an extra persistent buffer and a parameter-free submodule
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
+        self.register_buffer("IGNORE", torch.tensor(-1e5))
+        self.act = nn.Identity()
+
+
+def _encoder_decoder_with_wrong_block(wrong) -> type:
+    """A correct model whose DecoderBlocks are a known mistake: the model's check and hidden test put PyTorch's
+    decoder layer in their place, so the model keeps its points."""
+
+    class model(ref.EncoderDecoderTransformer):
+        def __init__(self, src_vocab_size, tgt_vocab_size, d_model, n_heads, d_ff, n_encoder_layers, n_decoder_layers,
+                     max_len, dropout=0.0, norm_first=True):
+            super().__init__(src_vocab_size, tgt_vocab_size, d_model, n_heads, d_ff, n_encoder_layers,
+                             n_decoder_layers, max_len, dropout, norm_first)
+            self.decoder = nn.ModuleList([wrong(d_model, n_heads, d_ff, dropout, norm_first)
+                                          for _ in range(n_decoder_layers)])
+
+    model.__name__ = model.__qualname__ = f"encoder_decoder_with_{wrong.__name__}"
+    return model
+
+
+MODELS_WITH_WRONG_BLOCKS = [_encoder_decoder_with_wrong_block(m.impl) for m in for_exercise("DecoderBlock")]
+
+
+def generate_python_lists_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    """The sequences kept as Python lists (.tolist()), the crop by list slicing, max_len read with int(), top-k by
+    sorting, each step's tokens appended from .tolist()."""
+    was_training = model.training
+    model.eval()
+    rows = prompt.tolist()
+    max_len = int(model.embedding.max_len)
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(torch.tensor([row[-max_len:] for row in rows], device=prompt.device))[:, -1]
+            if temperature == 0:
+                chosen = logits.argmax(-1)
+            else:
+                logits = logits / temperature
+                if top_k is not None and top_k < logits.shape[-1]:
+                    cutoff = logits.sort(dim=-1, descending=True).values[:, top_k - 1:top_k]
+                    logits = logits.masked_fill(logits < cutoff, float("-inf"))
+                chosen = torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
+            for row, token in zip(rows, chosen.tolist()):
+                row.append(token)
+    model.train(was_training)
+    return torch.tensor(rows, dtype=torch.long, device=prompt.device)
+
+
 MUTANTS = [
     ("DecoderOnlyTransformer", tied_head),
     ("DecoderOnlyTransformer", returns_probabilities),
@@ -367,6 +526,14 @@ MUTANTS = [
     ("generate", returns_new_tokens_only),
     ("generate", top_k_ignored),
     ("generate", top_k_from_probabilities_no_renormalise),
+    ("DecoderOnlyTransformer", only_first_block_masked),
+    ("DecoderOnlyTransformer", last_block_post_norm),
+    ("DecoderOnlyTransformer", decoder_only_dropout_in_eval),
+    ("DecoderBlock", decoder_block_dropout_in_eval),
+    ("EncoderDecoderTransformer", padding_only_in_first_decoder_block),
+    ("EncoderDecoderTransformer", padding_only_in_first_encoder_block),
+    ("EncoderDecoderTransformer", encoder_decoder_dropout_in_eval),
+    ("generate", top_k_above_vocabulary_fails),
 ]
 
 VARIANTS = [
@@ -377,4 +544,7 @@ VARIANTS = [
     ("generate", gumbel_max_variant),
     ("generate", inverse_cdf_variant),
     ("generate", top_k_gather_variant),
-]
+    ("DecoderOnlyTransformer", decoder_only_buffers_variant),
+    ("DecoderBlock", decoder_block_buffer_variant),
+    ("generate", generate_python_lists_variant),
+] + [("EncoderDecoderTransformer", model) for model in MODELS_WITH_WRONG_BLOCKS]
