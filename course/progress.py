@@ -149,10 +149,8 @@ def _check_one(result: NotebookProgress, name: str, check) -> ExerciseProgress:
             check(getattr(module, name))
     except AssertionError as exc:  # CheckFailed (and NotWrittenYet, its kind): the check's own message
         status, message = FAILED, str(exc.args[0]) if exc.args else "the check failed"
-    except Exception as exc:  # the student's code raised: name where and what
-        said = [line.lstrip("✘ ").removesuffix(" (see the traceback below)")
-                for line in printed.getvalue().splitlines() if line.startswith("✘")]
-        status, message = FAILED, f"{said[-1] if said else name}: {_one_line(exc)}"
+    except Exception as exc:  # raised outside the check's steps (they turn the student's errors into CheckFailed)
+        status, message = FAILED, f"{name}: {_one_line(exc)}"
     else:
         waiting = [line for line in printed.getvalue().splitlines() if line.startswith("⏳")]
         if waiting:  # the check said which part is still a stub: the status says it all
