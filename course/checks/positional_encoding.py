@@ -70,7 +70,7 @@ def stored_encoding(fixture: dict, own_positional_encoding):
 
     def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
         if d_model == table.shape[1] and max_len <= table.shape[0]:
-            return table[:max_len].to(torch.get_default_dtype())
+            return table[:max_len].to(torch.get_default_dtype(), copy=True)  # a copy: the fixture is shared
         return own_positional_encoding(max_len, d_model)
     return positional_encoding
 
