@@ -65,6 +65,28 @@ class blocks_skipped(ref.DecoderOnlyTransformer):
         return self.lm_head(self.norm_final(self.embedding(tokens)))
 
 
+@mistake("DecoderOnlyTransformer", "only the first block got the causal mask: the blocks after it read the future "
+         "again, because attention in every block mixes positions. Give the same causal mask to every block.")
+class causal_mask_in_first_block_only(ref.DecoderOnlyTransformer):
+    def forward(self, tokens):
+        mask = ref.causal_mask(tokens.shape[-1], device=tokens.device)
+        x = self.embedding(tokens)
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask if i == 0 else None)
+        return self.lm_head(self.norm_final(x))
+
+
+@mistake("DecoderOnlyTransformer", "norm_final is applied after every block; it belongs once, after the last block, "
+         "right before lm_head (each pre-norm block normalises what enters its sub-layers by itself).")
+class final_norm_after_every_block(ref.DecoderOnlyTransformer):
+    def forward(self, tokens):
+        mask = ref.causal_mask(tokens.shape[-1], device=tokens.device)
+        x = self.embedding(tokens)
+        for block in self.blocks:
+            x = self.norm_final(block(x, mask))
+        return self.lm_head(x)
+
+
 # ---------------------------------------------------------------- DecoderBlock
 
 def _post(block, x, memory, self_mask, memory_mask, *, self_kv=None, cross_kv="memory", residual=True):

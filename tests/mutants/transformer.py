@@ -348,19 +348,6 @@ def top_k_gather_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=N
 
 # ---------------------------------------------------------------- wiring in some blocks only; dropout left on (mutants)
 
-def _decoder_only_forward(model, tokens, mask_in=lambda i: True):
-    mask = causal_mask(tokens.shape[-1], device=tokens.device)
-    x = model.embedding(tokens)
-    for i, block in enumerate(model.blocks):
-        x = block(x, mask if mask_in(i) else None)
-    return model.lm_head(model.norm_final(x))
-
-
-class only_first_block_masked(ref.DecoderOnlyTransformer):
-    def forward(self, tokens):
-        return _decoder_only_forward(self, tokens, mask_in=lambda i: i == 0)
-
-
 class last_block_post_norm(ref.DecoderOnlyTransformer):
     def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout=0.0, norm_first=True):
         super().__init__(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, dropout, norm_first)
@@ -526,7 +513,6 @@ MUTANTS = [
     ("generate", returns_new_tokens_only),
     ("generate", top_k_ignored),
     ("generate", top_k_from_probabilities_no_renormalise),
-    ("DecoderOnlyTransformer", only_first_block_masked),
     ("DecoderOnlyTransformer", last_block_post_norm),
     ("DecoderOnlyTransformer", decoder_only_dropout_in_eval),
     ("DecoderBlock", decoder_block_dropout_in_eval),
