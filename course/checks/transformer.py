@@ -164,7 +164,7 @@ def check_decoder_only_transformer(DecoderOnlyTransformer) -> None:
         def step():
             for c in cases:
                 model = build(c, device, dtype)
-                logits = model(c["tokens"].to(device))
+                logits = model(c["tokens"].to(device, copy=True))
                 order = "pre-norm" if c["config"]["norm_first"] else "post-norm"
                 expect_tensor(f"The logits tensor ({order})", logits, shape=c["expected"].shape, dtype=dtype, device=device)
                 try:
@@ -196,7 +196,7 @@ def check_decoder_only_transformer(DecoderOnlyTransformer) -> None:
         tokens = torch.randint(0, c["config"]["vocab_size"], (3, c["config"]["max_len"]), generator=g)
         full = model(tokens).detach()
         for T in (1, 3):
-            part = model(tokens[:, :T])
+            part = model(tokens[:, :T].clone())
             expect_tensor(f"The logits of a sequence of length {T}", part, shape=(3, T, c["config"]["vocab_size"]))
             if not torch.allclose(part.detach(), full[:, :T], atol=1e-9):
                 fail(f"The logits of the first {T} tokens alone differ from those at the same positions inside the "
@@ -277,8 +277,8 @@ def check_decoder_block(DecoderBlock) -> None:
                 _expect_norm(getattr(block, name, None), name, c["config"]["d_model"])
 
     def call(block, c, device, dtype):
-        return block(c["x"].to(device, dtype), c["memory"].to(device, dtype), c["self_mask"].to(device),
-                     c["memory_mask"].to(device))
+        return block(c["x"].to(device, dtype, copy=True), c["memory"].to(device, dtype, copy=True),
+                     c["self_mask"].to(device, copy=True), c["memory_mask"].to(device, copy=True))
 
     def values():
         for c in cases:
@@ -320,7 +320,7 @@ def check_decoder_block(DecoderBlock) -> None:
         block = build(c)
         x, memory = c["x"].clone(), c["memory"].clone()
         S = memory.shape[1]
-        short = memory[:, : S - 2]
+        short = memory[:, : S - 2].clone()
         out = block(x, short)
         expect_tensor("With a memory of a different length, the output", out, shape=x.shape)
         changed = memory.clone()
@@ -333,7 +333,7 @@ def check_decoder_block(DecoderBlock) -> None:
         g = torch.Generator().manual_seed(55)
         c = cases[0]
         block = build(c)
-        x, memory, self_mask, memory_mask = c["x"], c["memory"], c["self_mask"], c["memory_mask"]
+        x, memory, self_mask, memory_mask = (c[k].clone() for k in ("x", "memory", "self_mask", "memory_mask"))
         other = memory.clone()
         hidden = ~memory_mask[1, 0]  # the padded source positions of sequence 1
         other[1, hidden] = _randn(int(hidden.sum()), memory.shape[2], generator=g)
@@ -446,8 +446,8 @@ def check_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
             for c in cases:
                 model = build(c, device, dtype)
                 for run in c["runs"]:
-                    lengths = None if run["src_lengths"] is None else run["src_lengths"].to(device)
-                    logits = model(run["src"].to(device), run["tgt"].to(device), lengths)
+                    lengths = None if run["src_lengths"] is None else run["src_lengths"].to(device, copy=True)
+                    logits = model(run["src"].to(device, copy=True), run["tgt"].to(device, copy=True), lengths)
                     described = ("pre-norm" if c["config"]["norm_first"] else "post-norm") + \
                         (", no src_lengths" if lengths is None else f", src_lengths={run['src_lengths'].tolist()}")
                     expect_tensor(f"The logits tensor ({described})", logits, shape=run["expected"].shape, dtype=dtype,
@@ -626,7 +626,7 @@ def check_generate(generate) -> None:
         def step():
             model = toy_model(fixture, device, dtype)
             for c in fixture["greedy"]:
-                prompt = c["prompt"].to(device)
+                prompt = c["prompt"].to(device, copy=True)
                 out = generate(model, prompt, c["max_new_tokens"], temperature=0)
                 T0 = prompt.shape[1]
                 described = f"Greedy decoding of a prompt of {T0} tokens (max_len {fixture['max_len']})"
