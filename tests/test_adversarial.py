@@ -183,3 +183,18 @@ def test_a_rebinding_the_scan_cannot_see_is_stopped_by_the_graders_own_verdict(a
     contradicted = _report_section(attacked.root, "Checks passed in the notebook that the grader's own tests")
     assert f"- {spelling} / {adversarial.ASSIGNMENT}: check_{WRONG_EXERCISE} passed in the notebook" in contradicted
     assert "- honest_" not in contradicted
+
+
+def test_every_visible_check_has_a_hidden_test_to_confirm_it():
+    """A check's point needs the grader's verdict on the hidden test of its exercise (autograder.verify): every
+    `check_X` cell of every notebook has its `hidden_X` cell, judged by a hidden test the grader holds."""
+    from autograder.paths import ROOT, notebook_path
+    from autograder.verify import hidden_tests
+    from course.about import NOTEBOOKS
+
+    for assignment in NOTEBOOKS:
+        notebook = nbformat.read(notebook_path(ROOT / "source", assignment), as_version=4)
+        ids = {c.metadata.get("nbgrader", {}).get("grade_id", "") for c in notebook.cells}
+        judged = {test.observe.__name__.removeprefix("observe_") for test in hidden_tests(assignment)}
+        checked = {grade_id.removeprefix("check_") for grade_id in ids if grade_id.startswith("check_")}
+        assert checked and checked <= judged and all(f"hidden_{x}" in ids for x in checked), (assignment, checked - judged)
