@@ -467,8 +467,8 @@ MODELS_WITH_WRONG_BLOCKS = [_encoder_decoder_with_wrong_block(m.impl) for m in f
 
 
 def generate_python_lists_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
-    """The sequences kept as Python lists (.tolist()), the crop by list slicing, max_len read with int(), top-k by
-    sorting, each step's tokens appended from .tolist()."""
+    """The sequences kept as Python lists (.tolist()), the crop by list slicing, max_len read with int(), the greedy
+    token of each row read with .item(), top-k by sorting, each step's tokens appended from .tolist()."""
     was_training = model.training
     model.eval()
     rows = prompt.tolist()
@@ -477,7 +477,7 @@ def generate_python_lists_variant(model, prompt, max_new_tokens, temperature=1.0
         for _ in range(max_new_tokens):
             logits = model(torch.tensor([row[-max_len:] for row in rows], device=prompt.device))[:, -1]
             if temperature == 0:
-                chosen = logits.argmax(-1)
+                chosen = torch.tensor([row_logits.argmax().item() for row_logits in logits])
             else:
                 logits = logits / temperature
                 if top_k is not None and top_k < logits.shape[-1]:
