@@ -1,6 +1,6 @@
 """Models and weights the hidden tests give to the student's code: random weights by parameter name, the exact
-next-token probabilities of a model, and stand-ins built on torch's own layers for pieces with tests of their own. Nothing here solves an exercise: this module is loaded into graded
-kernels, where the reference never is."""
+next-token probabilities of a model, and stand-ins built on torch's own layers for pieces with tests of their own.
+Nothing here solves an exercise: this module is loaded into graded kernels, where the reference never is."""
 import torch
 
 from course.checks.attention_block import torch_mask

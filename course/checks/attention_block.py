@@ -52,8 +52,9 @@ def load_weights(module: nn.Module, state: dict, where: str = "the stored weight
     buffers = {name for name, _ in module.named_buffers()}
     absent = [name for name in state if name not in own and name not in buffers]
     extra = [name for name in own if name not in state]
+    where = where[:1].upper() + where[1:]
     if absent or extra:
-        lines = [f"{where[:1].upper()}{where[1:]} are loaded by parameter name, and the names differ from your module's."]
+        lines = [f"{where} are loaded by parameter name, and the names differ from your module's."]
         if absent:
             lines.append(f"Expected but not in your module: {_listed(absent)}.")
         if extra:
@@ -64,7 +65,7 @@ def load_weights(module: nn.Module, state: dict, where: str = "the stored weight
     wrong = [name for name in state if name in own and tuple(own[name].shape) != tuple(state[name].shape)]
     if wrong:
         name = wrong[0]
-        fail(f"{where[:1].upper()}{where[1:]} do not fit your module: {name} has shape {tuple(own[name].shape)}, "
+        fail(f"{where} do not fit your module: {name} has shape {tuple(own[name].shape)}, "
              f"but {tuple(state[name].shape)} was expected. Create each layer with the sizes the exercise gives.")
     with torch.no_grad():
         for name, tensor in state.items():
