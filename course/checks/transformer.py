@@ -263,7 +263,11 @@ def check_decoder_block(DecoderBlock) -> None:
     cases = fixture["cases"]
 
     def build(c, device=torch.device("cpu"), dtype=torch.float64):
-        return with_torch_parts(built(DecoderBlock, c, device, dtype), c["config"]["n_heads"], **DECODER_BLOCK_PARTS)
+        block = built(DecoderBlock, c, device, dtype,
+                      hint="Use the submodule names of the exercise, and inside them the names of notebook 04's "
+                           "MultiHeadAttention, FeedForward and LayerNorm: when their checks fail there, fix those "
+                           "first.")
+        return with_torch_parts(block, c["config"]["n_heads"], **DECODER_BLOCK_PARTS)
 
     def structure():
         for c in cases:
