@@ -533,7 +533,8 @@ def check_transformer_block(TransformerBlock) -> None:
                      "norm1 and norm2: LayerNorm).")
         load_weights(module, c["state"],
                      hint="Use the submodule names attn, ff, norm1, norm2, and inside them the names of "
-                          "MultiHeadAttention, FeedForward and LayerNorm: when their checks above fail, fix those first.")
+                          "MultiHeadAttention, FeedForward and LayerNorm: when their checks above fail, fix those "
+                          "first.")
 
     def values_on(device, dtype):
         def step():
