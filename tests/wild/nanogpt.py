@@ -349,6 +349,14 @@ STUDENTS = {
         "generate": mistake("GPT.generate leaves the mode to its caller (\"Most likely you'll want to make sure to "
                             "be in model.eval() mode\"): it samples with dropout on in training mode",
                             "check_generate", "hidden_generate"),
+        "vocab": mistake("prepare.py numbers the vocabulary in sorted order (sorted(list(set(data)))); the exercise "
+                         "asks for ids from the most to the least frequent token", "check_vocab", "hidden_vocab"),
+        "train_val_split": mistake("data[:int(n * 0.9)] truncates where the exercise asks for val = the last "
+                                   "round(val_fraction * N) windows (N=9, val_fraction=0.5: 5 windows, not 4)",
+                                   "check_train_val_split", "hidden_train_val_split"),
+        "sample": mistake("sample.py decodes the whole sequence, prompt included, so a prompt word the vocabulary "
+                          "does not know comes back as <unk>; the exercise keeps the prompt as given",
+                          "check_sample", "hidden_sample"),
         "evaluate": mistake("estimate_loss averages the batch means, so a last, smaller batch weighs as much as a "
                             "full one, and it leaves the model in training mode",
                             "check_evaluate", "hidden_evaluate"),
