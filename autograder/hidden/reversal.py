@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import torch
 
 from autograder.hidden.models import random_state
-from autograder.hidden.observe import (HiddenTestFailed, Observations, Rule, generator, hidden_test, tensor_of,
-                                       substituted_globals)
+from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, generator, hidden_test, tensor_of
 from autograder.reference.transformer import DecoderOnlyTransformer
-from course.checks.reversal import ReversalOracle, oracle_loss
+from course.checks.reversal import ReversalOracle, oracle_loss, stand_ins
 from course.device import available_devices
 
 
@@ -21,12 +20,8 @@ def _int(g, low, high) -> int:
     return int(torch.randint(low, high, (1,), generator=g))
 
 
-
-
 def _floats(value, count: int) -> bool:
     return isinstance(value, list) and len(value) == count and all(type(x) is float for x in value)
-
-
 
 
 # ---------------------------------------------------------------- reversal_batch
@@ -141,6 +136,31 @@ class OracleLosses(Rule):
         return None
 
 
+@dataclass(frozen=True)
+class KeepsAdamState(Rule):
+    """[losses, weight] after `steps` large steps on ReversalOracle(V, confidence), whose gradient shrinks as it
+    learns: losses that start right and fall, and the one weight within `tolerance` of the reference's. Adam's
+    running averages shorten the late steps; an optimizer created at every step, or gradients that pile up, keep them
+    at the full lr."""
+    vocab_size: int
+    half_len: int
+    confidence: float
+    steps: int
+    tolerance: float = 1.0
+
+    def judge(self, what, student, reference):
+        pair = student if isinstance(student, list) and len(student) == 2 else [None, None]
+        # Any loss trace that starts right and falls: the weight says whether the optimizer kept its state.
+        losses = OracleLosses(self.vocab_size, self.half_len, self.confidence, self.steps, tolerance=math.inf)
+        found = losses.judge(what, pair[0], reference[0])
+        if found:
+            return found
+        if type(pair[1]) is not float or not abs(pair[1] - reference[1]) <= self.tolerance:
+            return (f"{what}: after {self.steps} steps the weight is not where one Adam optimizer, kept for the whole "
+                    "run and with the gradients zeroed before each backward pass, takes it")
+        return None
+
+
 TRAIN = dict(vocab_size=6, half_len=4, d_model=32, n_heads=4, d_ff=64, n_layers=2, steps=600, batch_size=64, lr=1e-2)
 
 
@@ -197,13 +217,20 @@ def observe_train_reversal(train_reversal, seed: int = 602) -> Observations:
         first = torch.randint(0, vocab_size, (batch_size, half_len), generator=generator)
         return torch.cat([first, first.flip(dims=[1])], dim=1)
 
-    with substituted_globals(train_reversal, reversal_batch=reversal_batch):
+    with stand_ins(train_reversal, reversal_batch=reversal_batch):
         # The exact part: a stand-in model whose loss does not depend on the random tokens.
         for V, n, c in [(50, 3, 1.5), (9, 5, 0.5)]:
             torch.manual_seed(seed)
             losses = _losses(train_reversal(ReversalOracle(V, c), 3, 8, n, V, 0.05), 3)
             seen.judged_by(f"train_reversal(<a stand-in model>, 3, 8, {n}, {V}, 0.05)", losses,
                            OracleLosses(V, n, c, 3))
+        # Optimizer state across many steps: large steps on the stand-in, whose gradient then shrinks.
+        for V, n, c, lr, steps in [(10, 2, 0.0, 2.0, 8), (20, 3, 0.0, 1.0, 10)]:
+            torch.manual_seed(seed)
+            oracle = ReversalOracle(V, c)
+            losses = _losses(train_reversal(oracle, steps, 8, n, V, lr), steps)
+            seen.judged_by(f"train_reversal(<a stand-in model>, {steps}, 8, {n}, {V}, {lr})",
+                           [losses, float(oracle.confidence.detach().cpu())], KeepsAdamState(V, n, c, steps))
         # The real part: a notebook-05 model trained by the student's loop, from a fixed seed.
         t = TRAIN
         V, n = t["vocab_size"], t["half_len"]
@@ -218,11 +245,12 @@ def observe_train_reversal(train_reversal, seed: int = 602) -> Observations:
 
 # ---------------------------------------------------------------- per_position_accuracy
 
-def observe_per_position_accuracy(per_position_accuracy, trials: int = 3, seed: int = 603) -> Observations:
+def observe_per_position_accuracy(per_position_accuracy, trials: int = 4, seed: int = 603) -> Observations:
     seen = Observations()
     g = generator(seed)
     for trial in range(trials):
         V, n = _int(g, 2, 12), _int(g, 1, 6)
+        B = 1 if trial == 1 else _int(g, 2, 60)  # a batch of one sequence too
         config = dict(vocab_size=V, d_model=8, n_heads=2, d_ff=16, n_layers=_int(g, 1, 3), max_len=2 * n + 1,
                       dropout=0.5 if trial == 0 else 0.0)
         model = DecoderOnlyTransformer(**config)
@@ -230,7 +258,7 @@ def observe_per_position_accuracy(per_position_accuracy, trials: int = 3, seed: 
         with torch.no_grad():
             model.lm_head.weight.mul_(4.0)
         T = 2 * n if trial != 2 else 2 * n + 1  # any length works, odd too
-        batch = torch.randint(0, V, (_int(g, 1, 60), T), generator=g)
+        batch = torch.randint(0, V, (B, T), generator=g)
         for device in available_devices():
             m = model.to(device).train(trial == 0)  # the first model in training mode, with dropout
             what = f"per_position_accuracy (case {trial + 1}), {config}, batch {tuple(batch.shape)} ({device.type})"

@@ -15,9 +15,9 @@ import torch
 
 from autograder.hidden.models import next_probabilities, random_state
 from autograder.hidden.observe import (HiddenTestFailed, Observations, Rule, describe, generator, hidden_test,
-                                       tensor_of,
-                                       substituted_globals)
+                                       tensor_of)
 from autograder.reference.transformer import DecoderOnlyTransformer
+from course.checks.reversal import stand_ins
 from course.checks.shakespeare import SAMPLING_TOLERANCE, WordList, next_word_frequencies
 from course.checks.transformer import toy_model
 from course.device import available_devices
@@ -35,8 +35,6 @@ def _random_text(g) -> str:
     return "".join(PIECES[_int(g, 0, len(PIECES))] for _ in range(_int(g, 0, 40)))
 
 
-
-
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -50,8 +48,6 @@ def _or_raised(call):
         return {"raised": type(exc).__name__}
 
 
-
-
 # ---------------------------------------------------------------- tokenize
 
 def _token_list(out, what: str) -> list:
@@ -63,7 +59,7 @@ def _token_list(out, what: str) -> list:
 def observe_tokenize(tokenize, trials: int = 40, seed: int = 701) -> Observations:
     seen = Observations()
     g = generator(seed)
-    texts = [_random_text(g) for _ in range(trials)]
+    texts = ["", "   ", "A", "The THE the"] + [_random_text(g) for _ in range(trials)]  # empty, no word, case kept
     for text in dict.fromkeys(texts):  # a text drawn twice is observed once
         what = f"tokenize({text!r})"
         seen.exact(what, _token_list(tokenize(text), what))
@@ -84,7 +80,7 @@ def observe_tokenize(tokenize, trials: int = 40, seed: int = 701) -> Observation
 def observe_vocab(Vocab, trials: int = 6, seed: int = 702) -> Observations:
     seen = Observations()
     g = generator(seed)
-    words = [f"w{i}" for i in range(30)] + [" ", ",", "\n"]
+    words = [f"w{i}" for i in range(30)] + [" ", ",", "\n", "The", "the", "THE", "A", "a"]  # case is kept
     for trial in range(trials):
         n = _int(g, 1, 300)
         skew = torch.rand(len(words), generator=g) ** 3  # some frequent words, many rare ones, ties
@@ -92,7 +88,7 @@ def observe_vocab(Vocab, trials: int = 6, seed: int = 702) -> Observations:
         tokens = [words[i] for i in picks]
         probe = tokens[: _int(g, 0, 20)] + ["unseen", "w99"] + [words[_int(g, 0, len(words))] for _ in range(5)]
         counts = {token: tokens.count(token) for token in set(tokens)}
-        for min_freq in (1, 2, 3):
+        for min_freq in (1, 2, 3, n + 1):  # the last keeps no token at all
             vocab = Vocab.build(list(tokens), min_freq=min_freq)
             what = f"Vocab.build(<{n} tokens, case {trial + 1}>, min_freq={min_freq})"
             ids = list(range(1 + sum(count >= min_freq for count in counts.values())))  # every id, <unk> included
@@ -118,6 +114,9 @@ def observe_chunk(chunk, trials: int = 10, seed: int = 703) -> Observations:
         ids = torch.randint(0, 1000, (length,), generator=g)
         seen.exact(f"chunk(ids of length {length}, seq_len={seq_len}) (case {trial + 1})",
                    _or_raised(lambda: chunk(ids.clone(), seq_len)))
+    for length, seq_len in [(3, 5), (0, 4), (7, 7)]:  # fewer ids than seq_len: no window; exactly one window
+        ids = torch.randint(0, 1000, (length,), generator=g)
+        seen.exact(f"chunk(ids of length {length}, seq_len={seq_len})", _or_raised(lambda: chunk(ids.clone(), seq_len)))
     for device in available_devices():
         seen.exact(f"chunk(torch.arange(30) on {device.type}, 4)",
                    _or_raised(lambda: chunk(torch.arange(30, device=device), 4)))
@@ -128,9 +127,9 @@ def observe_chunk(chunk, trials: int = 10, seed: int = 703) -> Observations:
 
 @dataclass(frozen=True)
 class ContiguousSplit(Rule):
-    """[train, val] of `n` windows: val holds floor or ceil of fraction * n windows (rounding either way), and train
-    and val are the windows before it and the last ones, in order (the reference's train and val, put back together,
-    are the windows)."""
+    """[train, val] of `n` windows: val holds round(fraction * n) windows (Python's round, as the docstring says: an
+    exact .5 goes to the even number), and train and val are the windows before it and the last ones, in order (the
+    reference's train and val, put back together, are the windows)."""
     n: int
     fraction: float
 
@@ -140,11 +139,11 @@ class ContiguousSplit(Rule):
             return f"{what}: expected a tuple (train, val) of two tensors"
         train, val = parts
         windows = torch.cat([tensor_of(v) for v in reference])
-        n_val = len(val)
-        if n_val not in {math.floor(self.fraction * self.n), math.ceil(self.fraction * self.n)}:
-            return f"{what}: val has {n_val} windows"
-        if not (train.dtype == val.dtype == windows.dtype and torch.equal(train, windows[: self.n - n_val])
-                and torch.equal(val, windows[self.n - n_val:])):
+        n_val = round(self.fraction * self.n)
+        if len(val) != n_val:
+            return f"{what}: val has {len(val)} windows, not round({self.fraction} * {self.n}) = {n_val}"
+        if not (train.dtype == val.dtype == windows.dtype and tuple(train.shape) == (self.n - n_val, *windows.shape[1:])
+                and torch.equal(train, windows[: self.n - n_val]) and torch.equal(val, windows[self.n - n_val:])):
             return f"{what}: train must be the windows before val, val the last ones, in order"
         return None
 
@@ -152,9 +151,11 @@ class ContiguousSplit(Rule):
 def observe_train_val_split(train_val_split, trials: int = 12, seed: int = 704) -> Observations:
     seen = Observations()
     g = generator(seed)
-    for trial in range(trials):
-        n, width = _int(g, 2, 300), _int(g, 1, 5)
-        fraction = [0.1, 0.05, 0.2, 0.5, 0.33, 0.25][_int(g, 0, 6)]
+    # Fresh sizes and fractions, then edges: none or all windows for validation, exact .5 ties (to the even number).
+    drawn = [(_int(g, 2, 300), [0.1, 0.05, 0.2, 0.5, 0.33, 0.25][_int(g, 0, 6)]) for _ in range(trials)]
+    edges = [(4, 0.1), (30, 0.0), (7, 1.0), (1, 0.5), (11, 0.5), (13, 0.5), (6, 0.25), (14, 0.25), (23, 0.125)]
+    for trial, (n, fraction) in enumerate(drawn + edges):
+        width = _int(g, 1, 5)
         chunks = torch.randperm(n * width, generator=g).reshape(n, width)
         what = f"train_val_split(<{n} windows>, {fraction}) (case {trial + 1})"
         out = train_val_split(chunks.clone(), fraction)
@@ -246,9 +247,11 @@ def observe_sample(sample, seed: int = 706) -> Observations:
     model = _reference_model(g, len(WORDS), 8, dropout=0.2)
     with torch.no_grad():
         model.lm_head.weight.mul_(6.0)  # a model with opinions, so that temperature and top-k matter
-    with substituted_globals(sample, tokenize=tokenize):
+    with stand_ins(sample, tokenize=tokenize):
         for device in available_devices():
             m = model.to(device)
+            seen.exact(f"sample of 0 tokens after 'to be' ({device.type}): the prompt alone",
+                       sample(m, vocab, "to be", 0, temperature=0))
             for prompt, n_tokens in [("to be", 12), ("question, dragon", 6)]:
                 what = f"sample of {n_tokens} tokens after {prompt!r} ({device.type})"
                 seen.exact(f"greedy {what}", sample(m, vocab, prompt, n_tokens, temperature=0))
@@ -271,6 +274,9 @@ def observe_sample(sample, seed: int = 706) -> Observations:
         model = model.cpu()
         runs = [sample(model, vocab, "to", 15, temperature=2.0, generator=generator(s)) for s in (4, 4, 5)]
         seen.judged_by("seeded generators should reproduce the text, and different seeds differ", runs, Reproducible())
+        wide = sample(model, vocab, "to", 15, temperature=2.0, top_k=len(WORDS) + 3, generator=generator(4))
+        seen.claim(f"with top_k={len(WORDS) + 3}, above the vocabulary size, every token should stay possible: the "
+                   "text should be the one top_k=None gives with the same seed", wide == runs[0])
     return seen
 
 

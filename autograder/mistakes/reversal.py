@@ -60,7 +60,7 @@ def ignores_generator(batch_size, half_len, vocab_size, generator=None):
 # ---------------------------------------------------------------- train_reversal
 
 def _loop(model, steps, batch_size, half_len, vocab_size, lr, device, loss_of, *, zero_grad=True, step=True,
-          as_float=True):
+          as_float=True, optimizer_per_step=False):
     if device is not None:
         model.to(device)
     model.train()
@@ -68,6 +68,8 @@ def _loop(model, steps, batch_size, half_len, vocab_size, lr, device, loss_of, *
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     out = []
     for _ in range(steps):
+        if optimizer_per_step:
+            optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         batch = ref.reversal_batch(batch_size, half_len, vocab_size).to(where)
         loss = loss_of(model(batch), batch, vocab_size)
         if zero_grad:
@@ -117,6 +119,14 @@ def returns_tensors(model, steps, batch_size, half_len, vocab_size, lr, device=N
          "loss.backward() in every step.")
 def never_steps(model, steps, batch_size, half_len, vocab_size, lr, device=None):
     return _loop(model, steps, batch_size, half_len, vocab_size, lr, device, _right, step=False)
+
+
+@mistake("train_reversal", "every step moved the weights by the full lr, as the first step of a brand-new Adam does: "
+         "the optimizer is created inside the loop, so its running averages of the gradients start over at every "
+         "step. Create it once, before the loop. (Gradients that are never zeroed pile up and look the same: call "
+         "optimizer.zero_grad() before each loss.backward().)")
+def optimizer_in_loop(model, steps, batch_size, half_len, vocab_size, lr, device=None):
+    return _loop(model, steps, batch_size, half_len, vocab_size, lr, device, _right, optimizer_per_step=True)
 
 
 # ---------------------------------------------------------------- per_position_accuracy

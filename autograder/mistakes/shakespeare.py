@@ -107,6 +107,17 @@ class unk_last(_Vocab):
         return [self.id_of.get(t, len(self) - 1) for t in tokens]
 
 
+@mistake("Vocab", "tokens that differ only in case (\"The\" and \"the\") share one id: the tokens were lower-cased. A "
+         "token is its exact text, so keep the case: the model has to learn to write capitals too.")
+class merges_case(_Vocab):
+    @classmethod
+    def build(cls, tokens, min_freq=1):
+        return cls([cls.UNK] + [t for t, c in Counter(t.lower() for t in tokens).most_common() if c >= min_freq])
+
+    def encode(self, tokens):
+        return [self.id_of.get(t.lower(), 0) for t in tokens]
+
+
 # ---------------------------------------------------------------- chunk
 
 
@@ -173,6 +184,21 @@ def interleaved_split(chunks, val_fraction=0.1):
     picked = torch.zeros(len(chunks), dtype=torch.bool)
     picked[step - 1::step] = True
     return chunks[~picked], chunks[picked]
+
+
+@mistake("train_val_split", "when round(val_fraction * N) is 0, every window went to validation and none to training: "
+         "chunks[-0:] is the whole tensor, because -0 is 0. Slice at the boundary len(chunks) - n_val instead: "
+         "chunks[:boundary], chunks[boundary:].")
+def negative_zero_index(chunks, val_fraction=0.1):
+    n_val = round(val_fraction * len(chunks))
+    return chunks[:-n_val], chunks[-n_val:]
+
+
+@mistake("train_val_split", "the number of validation windows is rounded down (int() cuts off the fraction: int(3.75) "
+         "is 3); it should be round(val_fraction * N), the nearest whole number.")
+def rounds_down(chunks, val_fraction=0.1):
+    n_val = int(val_fraction * len(chunks))
+    return chunks[: len(chunks) - n_val], chunks[len(chunks) - n_val:]
 
 
 # ---------------------------------------------------------------- evaluate
@@ -278,6 +304,16 @@ def joined_with_spaces(model, vocab, prompt, n_tokens, temperature=1.0, top_k=No
 def prompt_decoded(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
     prompt_ids, new = _new_ids(model, vocab, prompt, n_tokens, temperature, top_k, generator)
     return "".join(vocab.decode(prompt_ids[0].tolist() + new))
+
+
+@mistake("sample", "the new tokens were taken as written[0, -n_tokens:], which for n_tokens=0 is the whole sequence "
+         "(-0 is 0), so the prompt came back twice. Take the new tokens from the prompt's length on: "
+         "written[0, T0:].")
+def new_tokens_by_negative_index(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    where = next(model.parameters()).device
+    prompt_ids = torch.tensor([vocab.encode(ref.tokenize(prompt))], dtype=torch.long, device=where)
+    written = ref.generate(model, prompt_ids, n_tokens, temperature=temperature, top_k=top_k, generator=generator)
+    return prompt + "".join(vocab.decode(written[0, -n_tokens:].tolist()))
 
 
 @mistake("sample", "the generator is not passed on, so the same seed gives different text. Give generate "

@@ -23,7 +23,7 @@ def reversal_batch(batch_size: int, half_len: int, vocab_size: int, generator=No
 
 def train_reversal(model: nn.Module, steps: int, batch_size: int, half_len: int, vocab_size: int, lr: float,
                    device=None) -> list[float]:
-    """Train `model` on fresh reversal batches with next-token cross-entropy and Adam.
+    """Train `model` on fresh reversal batches with next-token cross-entropy and one Adam optimizer for the whole run.
 
     Each step: a new batch (batch_size, 2 * half_len) from reversal_batch, on the model's device; the loss is
     the cross-entropy of logits[:, :-1] (B, 2n - 1, vocab_size) against batch[:, 1:] (B, 2n - 1). The model is

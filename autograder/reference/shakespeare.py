@@ -56,7 +56,7 @@ def chunk(ids: torch.Tensor, seq_len: int) -> torch.Tensor:
     """Cut a 1-D LongTensor of ids into non-overlapping windows.
 
     Returns a LongTensor (N, seq_len) with N = len(ids) // seq_len: row i is ids[i * seq_len : (i + 1) * seq_len].
-    The last len(ids) % seq_len ids are dropped.
+    The last len(ids) % seq_len ids are dropped; fewer than seq_len ids give no window, a tensor of shape (0, seq_len).
     """
     n_windows = len(ids) // seq_len
     return ids[: n_windows * seq_len].reshape(n_windows, seq_len)
@@ -64,7 +64,11 @@ def chunk(ids: torch.Tensor, seq_len: int) -> torch.Tensor:
 
 def train_val_split(chunks: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
     """Split windows (N, seq_len) into (train, val) without shuffling: val is the last round(val_fraction * N)
-    windows, train all the windows before them, both in their original order."""
+    windows, train all the windows before them, both in their original order.
+
+    round is Python's: an exact .5 goes to the even number (round(4.5) == 4). When it gives 0, val is empty
+    (shape (0, seq_len)); when it gives N, train is.
+    """
     n_val = round(val_fraction * len(chunks))
     boundary = len(chunks) - n_val
     return chunks[:boundary], chunks[boundary:]
@@ -98,7 +102,8 @@ def sample(model: nn.Module, vocab, prompt: str, n_tokens: int, temperature: flo
 
     The prompt is tokenized and encoded into a LongTensor (1, T0) on the model's device; generate (notebook 05)
     adds n_tokens ids with the given temperature, top_k and generator (on the model's device); the new ids are
-    decoded and joined onto the prompt as given.
+    decoded and joined onto the prompt as given. n_tokens=0 gives the prompt back. top_k=k draws only among the
+    k most likely tokens; a k of len(vocab) or more keeps every token, as top_k=None does.
     """
     where = next(model.parameters()).device
     prompt_ids = torch.tensor([vocab.encode(tokenize(prompt))], dtype=torch.long, device=where)  # (1, T0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -11,6 +12,20 @@ from course.checks.report import assert_written, fail, run_steps
 from course.checks.transformer import expect_evaluation_mode, toy_model
 from course.device import available_devices
 from course.fixtures import load
+
+
+@contextmanager
+def stand_ins(function, **replacements):
+    """While inside, the names in `replacements` that `function` reads from its notebook's globals are the given
+    stand-ins, so that a mistake in an earlier exercise of the same notebook costs points only once (in its own
+    check). Names the notebook does not define are left alone."""
+    namespace = getattr(function, "__globals__", {})
+    present = {name: namespace[name] for name in replacements if name in namespace}
+    namespace.update({name: replacements[name] for name in present})
+    try:
+        yield
+    finally:
+        namespace.update(present)
 
 
 # ---------------------------------------------------------------- reversal_batch
@@ -138,25 +153,49 @@ def oracle_loss(vocab_size: int, half_len: int, confidence: float) -> float:
     return ((n - 1) * math.log(V) + n * sure) / (2 * n - 1)
 
 
-def _run_oracle(train_reversal, spec: dict, steps: int, device=None, seed: int = 0):
+class StoredBatches:
+    """Stands in for the notebook's `reversal_batch` while `train_reversal` is checked: it hands out a stored batch of
+    the size asked for, so that a mistake in `reversal_batch` costs points only in its own check. A size it does not
+    hold goes to `fallback` (the notebook's own)."""
+
+    def __init__(self, stored: list[torch.Tensor], fallback=None):
+        self.stored = {tuple(batch.shape): batch for batch in stored}
+        self.fallback = fallback
+
+    def __call__(self, batch_size, half_len, vocab_size, generator=None):
+        batch = self.stored.get((int(batch_size), 2 * int(half_len)))
+        if batch is None or int(batch.max()) >= vocab_size:
+            return self.fallback(batch_size, half_len, vocab_size, generator=generator)
+        return batch.clone()
+
+
+def _run_oracle(train_reversal, spec: dict, steps: int, device=None, seed: int = 0, batches=()):
+    """ReversalOracle(spec) trained by `train_reversal` for `steps` steps; with `batches`, the notebook's
+    `reversal_batch` is replaced by StoredBatches of them. Returns (model, losses)."""
     torch.manual_seed(seed)
     model = ReversalOracle(spec["vocab_size"], spec["confidence"])
-    losses = train_reversal(model, steps, spec["batch_size"], spec["half_len"], spec["vocab_size"], spec["lr"],
-                            device=device)
+    batch_stand_in = StoredBatches(list(batches), getattr(train_reversal, "__globals__", {}).get("reversal_batch"))
+    with stand_ins(train_reversal, reversal_batch=batch_stand_in):
+        losses = train_reversal(model, steps, spec["batch_size"], spec["half_len"], spec["vocab_size"], spec["lr"],
+                                device=device)
     return model, losses
 
 
 def check_train_reversal(train_reversal) -> None:
-    """On a stand-in model whose loss does not depend on the random batch: one float per step, the first loss
-    against the exact value (naming known mistakes), a step of size lr, a falling loss, training on the device."""
+    """On a stand-in model whose loss does not depend on the random batch (and stored batches in place of the
+    notebook's `reversal_batch`): one float per step, the first loss against the exact value (naming known mistakes),
+    a step of size lr, a falling loss, one Adam optimizer for the whole run, training on the device."""
     fixture = load("reversal")["train_reversal"]
     spec, mistakes = fixture["spec"], fixture["mistakes"]
     messages = fixture["messages"]
     runs = {}
 
+    def oracle(spec: dict, steps: int, device=None):
+        return _run_oracle(train_reversal, spec, steps, device=device, batches=fixture["batches"])
+
     def run():
         if "losses" not in runs:
-            runs["model"], runs["losses"] = _run_oracle(train_reversal, spec, spec["steps"])
+            runs["model"], runs["losses"] = oracle(spec, spec["steps"])
         return runs["losses"]
 
     def floats():
@@ -184,7 +223,7 @@ def check_train_reversal(train_reversal) -> None:
                 break
         else:
             message += ("\n  The loss is F.cross_entropy of logits[:, :-1] flattened to (B * (2n - 1), V) against "
-                        "batch[:, 1:] flattened to (B * (2n - 1),), averaged. Is your reversal_batch passing its check?")
+                        "batch[:, 1:] flattened to (B * (2n - 1),), averaged.")
         fail(message)
 
     def learns():
@@ -208,9 +247,22 @@ def check_train_reversal(train_reversal) -> None:
             fail(f"The model was called on inputs of shape {sorted(shapes)}; expected batches of shape "
                  f"({spec['batch_size']}, {2 * spec['half_len']}) from reversal_batch.")
 
+    def one_optimizer():
+        long = fixture["long_run"]
+        model, losses = oracle(long["spec"], long["spec"]["steps"])
+        got, expected = model.confidence.item(), long["confidence"]
+        if abs(got - expected) <= long["tolerance"]:
+            return
+        steps, lr = long["spec"]["steps"], long["spec"]["lr"]
+        message = (f"After {steps} steps with lr={lr} on a model whose gradient shrinks as it learns, its one weight "
+                   f"should be about {expected:.2f}, but it is {got:.2f}.")
+        if abs(got - (long["spec"]["confidence"] + steps * lr)) <= long["tolerance"]:
+            message += f"\n  This is a known mistake: {messages['optimizer_in_loop']}"
+        fail(message)
+
     def on_device(device):
         def step():
-            model, losses = _run_oracle(train_reversal, spec, 2, device=device)
+            model, losses = oracle(spec, 2, device=device)
             where = model.confidence.device
             if where.type != device.type:
                 fail(f"With device={device.type!r} the model should be moved there (model.to(device)); its weights "
@@ -224,7 +276,8 @@ def check_train_reversal(train_reversal) -> None:
 
     steps = [("returns one Python float per step", floats),
              ("the first loss is the next-token cross-entropy, logits[:, :-1] against batch[:, 1:]", first_loss),
-             ("takes Adam steps of size lr, and the loss falls", learns)]
+             ("takes Adam steps of size lr, and the loss falls", learns),
+             ("keeps one Adam optimizer, and its running averages, for the whole run", one_optimizer)]
     steps += [(f"moves the model to device={d.type!r} and trains it there", on_device(d)) for d in available_devices()]
     run_steps("train_reversal", steps)
 

@@ -7,6 +7,7 @@ import torch
 
 from course.checks.compare import expect_tensor, known_mistake
 from course.checks.report import assert_written, fail, run_steps
+from course.checks.reversal import stand_ins
 from course.checks.transformer import expect_evaluation_mode, toy_model
 from course.device import available_devices
 from course.fixtures import load
@@ -68,9 +69,10 @@ def check_tokenize(tokenize) -> None:
 # ---------------------------------------------------------------- Vocab
 
 def vocab_outputs(Vocab, tokens: list[str], probe: list[str]) -> dict:
-    """What a vocabulary of `tokens` says, with min_freq 1 and 2: its size, the ids of `probe` and every token by id."""
+    """What a vocabulary of `tokens` says, with min_freq 1, 2 and one above every count: its size, the ids of `probe`
+    and every token by id."""
     outputs = {}
-    for min_freq in (1, 2):
+    for min_freq in (1, 2, len(tokens) + 1):
         vocab = Vocab.build(tokens, min_freq=min_freq)
         outputs[f"len (min_freq={min_freq})"] = len(vocab)
         outputs[f"encode(probe) (min_freq={min_freq})"] = list(vocab.encode(probe))
@@ -113,7 +115,8 @@ def check_vocab(Vocab) -> None:
             if got[key] != want:
                 fail(f"For the tokens\n    {' '.join(tokens)!r}\n  {key} gives\n    {got[key]!r}\n  expected\n    {want!r}"
                      f"\n  Id 0 is \"<unk>\"; ids 1, 2, ... go from the most to the least frequent token, ties in order "
-                     f"of first appearance; min_freq keeps tokens seen at least min_freq times.{_named_vocab()}")
+                     f"of first appearance; min_freq keeps tokens seen at least min_freq times (none, when no token is "
+                     f"that frequent); \"The\" and \"the\" are different tokens.{_named_vocab()}")
 
     def round_trip():
         vocab = Vocab.build(tokens)
@@ -130,7 +133,7 @@ def check_vocab(Vocab) -> None:
     run_steps("Vocab", [
         ("build, len, encode and decode return a Vocab, an int, a list of ints and a list of strings", types),
         ("id 0 is <unk>, and unknown tokens encode to it", unknown),
-        ("ids go from the most to the least frequent token; min_freq leaves out rare tokens", ordered),
+        ("ids go from the most to the least frequent token, case kept; min_freq leaves out rare tokens", ordered),
         ("decode(encode(tokens)) gives the tokens back, from a list or a tensor of ids", round_trip),
     ])
 
@@ -189,7 +192,7 @@ def _rows(t: torch.Tensor) -> list[tuple]:
 
 def check_train_val_split(train_val_split) -> None:
     """Two tensors of windows; no window in both and none lost; validation is the last round(val_fraction * N) windows
-    in order, training the ones before (naming known mistakes)."""
+    in order (Python's round, none or all of them too), training the ones before (naming known mistakes)."""
     fixture = _fixture("train_val_split")
     messages = fixture["messages"]
 
@@ -225,10 +228,18 @@ def check_train_val_split(train_val_split) -> None:
             chunks, (train, val) = split(case)
             n, fraction = case["n"], case["fraction"]
             what = f"With N={n} windows and val_fraction={fraction}"
-            sizes = {math.floor(fraction * n), math.ceil(fraction * n)}
-            if len(val) not in sizes:
-                hint = f"\n  This is a known mistake: {messages['fractions_swapped']}" if len(train) in sizes else ""
-                fail(f"{what}, val should have round({fraction} * {n}) = {round(fraction * n)} windows, but it has "
+            n_val = round(fraction * n)
+            if len(val) != n_val:
+                if n_val == 0 and len(val) == n:
+                    hint = f"\n  This is a known mistake: {messages['negative_zero_index']}"
+                elif len(train) == n_val:
+                    hint = f"\n  This is a known mistake: {messages['fractions_swapped']}"
+                elif len(val) == math.floor(fraction * n):
+                    hint = f"\n  This is a known mistake: {messages['rounds_down']}"
+                else:
+                    hint = ""
+                ties = " (Python's round takes an exact .5 to the even number)" if (fraction * n) % 1 == 0.5 else ""
+                fail(f"{what}, val should have round({fraction} * {n}) = {n_val} windows{ties}, but it has "
                      f"{len(val)}.{hint}")
             if torch.equal(train, chunks[: len(train)]) and torch.equal(val, chunks[len(train):]):
                 continue
@@ -329,9 +340,36 @@ def next_word_frequencies(sample, model, vocab, prompt: str, temperature: float,
     return counts / samples
 
 
+class StoredTokens:
+    """Stands in for the notebook's `tokenize` while `sample` is checked: the stored tokens of the prompts the check
+    uses, so that a mistake in `tokenize` costs points only in its own check. Any other text goes to `fallback` (the
+    notebook's own)."""
+
+    def __init__(self, tokens_of: dict[str, list[str]], fallback=None):
+        self.tokens_of = tokens_of
+        self.fallback = fallback
+
+    def __call__(self, text: str) -> list[str]:
+        if text in self.tokens_of:
+            return list(self.tokens_of[text])
+        return self.fallback(text)
+
+
+def stored_tokenize(sample):
+    """A context in which `sample` reads the stored prompt tokens in place of the notebook's own `tokenize`."""
+    fallback = getattr(sample, "__globals__", {}).get("tokenize")
+    return stand_ins(sample, tokenize=StoredTokens(_fixture("sample")["prompt_tokens"], fallback))
+
+
 def check_sample(sample) -> None:
     """A string that starts with the prompt; greedy text of a hand-made model on every device (naming known
-    mistakes); the frequency of the next word under temperature and top-k; seeds reproduce."""
+    mistakes), none when n_tokens=0; the frequency of the next word under temperature and top-k; a top_k above the
+    vocabulary size; seeds reproduce. The prompts are tokenized by a stand-in with their stored tokens."""
+    with stored_tokenize(sample):
+        _check_sample(sample)
+
+
+def _check_sample(sample) -> None:
     fixture = _fixture("sample")
     words = WordList(fixture["words"])
 
@@ -349,8 +387,7 @@ def check_sample(sample) -> None:
                 if not named and any(a != out for a in again):
                     named = f"\n  This is a known mistake: {fixture['messages']['ignores_temperature']}"
                 fail(f"Greedy sampling (temperature=0) of {case['n_tokens']} tokens after {case['prompt']!r} gave\n"
-                     f"    {out!r}\n  expected\n    {case['expected']!r}{named}\n"
-                     "  (Do tokenize and Vocab pass their checks? sample uses tokenize.)")
+                     f"    {out!r}\n  expected\n    {case['expected']!r}{named}")
         return step
 
     def distribution(case):
@@ -375,20 +412,30 @@ def check_sample(sample) -> None:
             fail(message)
         return step
 
+    def seeded(seed: int, top_k=None) -> str:
+        return sample(toy_model(fixture["toy"]), words, fixture["free_prompt"], 12, temperature=1.5, top_k=top_k,
+                      generator=torch.Generator().manual_seed(seed))
+
     def reproducible():
-        model = toy_model(fixture["toy"])
-        runs = [sample(model, words, "the queen", 12, temperature=1.5, generator=torch.Generator().manual_seed(s))
-                for s in (3, 3, 4)]
+        runs = [seeded(s) for s in (3, 3, 4)]
         if runs[0] != runs[1]:
             fail(f"Two calls with generators seeded alike gave different text.\n  This is a known mistake: "
                  f"{fixture['messages']['ignores_generator']}")
         if runs[0] == runs[2]:
             fail("Different seeds gave the same text at temperature 1.5: is the text sampled at all?")
 
+    def top_k_above_vocabulary():
+        k = len(words) + 4
+        if seeded(3, top_k=k) != seeded(3):
+            fail(f"With top_k={k}, more than the {len(words)} tokens of the vocabulary, every token may be drawn, so "
+                 "the text should be the one top_k=None gives with the same seed. Pass top_k on to generate "
+                 "unchanged.")
+
     steps = [(f"greedy text is the stored text ({d.type})", greedy_on(d)) for d in available_devices()]
     steps += [(f"the next word follows softmax(logits / {c['temperature']})"
                + (f" over the top {c['top_k']}" if c["top_k"] else ""), distribution(c)) for c in fixture["sampling"]]
-    steps += [("a seeded generator makes the text reproducible", reproducible)]
+    steps += [("a seeded generator makes the text reproducible", reproducible),
+              ("a top_k above the vocabulary size keeps every token", top_k_above_vocabulary)]
     run_steps("sample", steps)
 
 
@@ -421,5 +468,6 @@ def written_evaluate(evaluate) -> None:
 
 def written_sample(sample) -> None:
     fixture = _fixture("sample")
-    assert_written("sample", lambda: sample(toy_model(fixture["toy"]), WordList(fixture["words"]), "the", 1,
-                                            temperature=0))
+    with stored_tokenize(sample):
+        assert_written("sample", lambda: sample(toy_model(fixture["toy"]), WordList(fixture["words"]), "the", 1,
+                                                temperature=0))

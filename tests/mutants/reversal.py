@@ -1,8 +1,26 @@
 """Mutants and variants for notebook 06."""
+import types
+
 import torch
 from torch.nn import functional as F
 
+from autograder.mistakes import reversal as known
 from autograder.reference import reversal as ref
+
+
+def beside(function, **pieces):
+    """`function` as if defined in a notebook whose earlier exercises are `pieces` (name -> implementation): a copy
+    that reads them from its globals, as notebook code does. A correct `function` beside wrong pieces must still get
+    full points: a mistake costs points once, in its own exercise."""
+    clone = types.FunctionType(function.__code__, {**function.__globals__, **pieces}, function.__name__,
+                               function.__defaults__, function.__closure__)
+    named = "_".join(f"{name}_{piece.__name__}" for name, piece in pieces.items())
+    clone.__name__ = f"{function.__name__}_beside_{named}"
+    return clone
+
+
+def unwritten(*args, **kwargs):  # an exercise still at its stub
+    raise NotImplementedError()
 
 # ---------------------------------------------------------------- reversal_batch
 
@@ -40,6 +58,11 @@ def loop_batch(batch_size, half_len, vocab_size, generator=None):  # VARIANT: ro
 def transposed_draw(batch_size, half_len, vocab_size, generator=None):  # VARIANT: drawn (n, B), another order
     first = torch.randint(vocab_size, (half_len, batch_size), generator=generator).T
     return torch.cat([first, torch.fliplr(first)], dim=1)
+
+
+def list_batch(batch_size, half_len, vocab_size, generator=None):  # VARIANT: plain lists via .tolist(), int sizes
+    rows = torch.randint(0, int(vocab_size), (int(batch_size), int(half_len)), generator=generator).tolist()
+    return torch.tensor([row + row[::-1] for row in rows], dtype=torch.long).reshape(int(batch_size), 2 * int(half_len))
 
 
 # ---------------------------------------------------------------- train_reversal
@@ -105,6 +128,27 @@ def adamw_loop(model, steps, batch_size, half_len, vocab_size, lr, device=None):
     return _loop(model, steps, batch_size, half_len, vocab_size, lr, device, _flat, optimizer_cls=torch.optim.AdamW)
 
 
+def notebook_train_reversal(model, steps, batch_size, half_len, vocab_size, lr, device=None):
+    """VARIANT beside wrong pieces: a correct loop that calls `reversal_batch` from its notebook's globals, a loss
+    averaged over the positions in a Python loop, sizes read with int() and .item()."""
+    if device is not None:
+        model.to(device)
+    model.train()
+    where = next(model.parameters()).device
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(int(steps)):
+        batch = reversal_batch(batch_size, half_len, vocab_size).to(where)
+        logits = model(batch)
+        predicted = int(batch.shape[1]) - 1
+        loss = sum(F.cross_entropy(logits[:, t], batch[:, t + 1]) for t in range(predicted)) / predicted
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.item()))
+    return losses
+
+
 def log_softmax_gather(model, steps, batch_size, half_len, vocab_size, lr, device=None):  # VARIANT: by hand
     def loss(m, b, V):
         logp = m(b).log_softmax(-1)[:, :-1]
@@ -140,6 +184,22 @@ def two_ahead(model, batch):  # compares with the token two steps ahead
     return torch.cat([acc, acc[-1:]])
 
 
+def squeezed(model, batch):  # .squeeze() also drops the batch dimension of a batch of one sequence
+    model.eval()
+    with torch.no_grad():
+        correct = model(batch)[:, :-1].argmax(-1) == batch[:, 1:]
+    return correct.squeeze().float().mean(0)
+
+
+def list_accuracy(model, batch):  # VARIANT: plain Python loops over .tolist() values, a tensor on the batch's device
+    model.eval()
+    with torch.no_grad():
+        guesses = model(batch).argmax(-1).tolist()
+    rows, n = batch.tolist(), int(batch.shape[0])
+    values = [sum(int(g[i] == r[i + 1]) for g, r in zip(guesses, rows)) / n for i in range(len(rows[0]) - 1)]
+    return torch.tensor(values, device=batch.device)
+
+
 def loop_accuracy(model, batch):  # VARIANT: position by position, prefixes fed one at a time
     model.eval()
     with torch.no_grad():
@@ -162,10 +222,17 @@ MUTANTS = [
     ("train_reversal", ignores_lr), ("train_reversal", one_fixed_batch), ("train_reversal", mse_on_probabilities),
     ("per_position_accuracy", no_no_grad), ("per_position_accuracy", overall_accuracy),
     ("per_position_accuracy", argmin_predictions), ("per_position_accuracy", two_ahead),
+    ("per_position_accuracy", squeezed),
 ]
 
+# A correct train_reversal beside a wrong or unwritten reversal_batch: the checks hand it stand-in batches.
+WRONG_BATCHES = [unwritten, float_tokens, known.tokens_from_one, known.middle_not_repeated, known.copied_not_reversed]
+
 VARIANTS = [
-    ("reversal_batch", loop_batch), ("reversal_batch", transposed_draw),
+    ("reversal_batch", loop_batch), ("reversal_batch", transposed_draw), ("reversal_batch", list_batch),
     ("train_reversal", permuted_logits), ("train_reversal", adamw_loop), ("train_reversal", log_softmax_gather),
+    ("train_reversal", notebook_train_reversal),
+    *[("train_reversal", beside(notebook_train_reversal, reversal_batch=wrong)) for wrong in WRONG_BATCHES],
     ("per_position_accuracy", loop_accuracy), ("per_position_accuracy", softmax_then_argmax),
+    ("per_position_accuracy", list_accuracy),
 ]

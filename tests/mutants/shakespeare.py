@@ -1,12 +1,16 @@
 """Mutants and variants for notebook 07 (the named mistakes are in autograder/mistakes/shakespeare.py)."""
+import math
 import re
 from collections import Counter
 
 import torch
 from torch.nn import functional as F
 
+from autograder.mistakes import for_exercise
+from autograder.mistakes import shakespeare as known
 from autograder.mistakes.shakespeare import _Vocab
 from autograder.reference import shakespeare as ref
+from tests.mutants.reversal import beside, unwritten
 
 # ---------------------------------------------------------------- tokenize
 
@@ -32,6 +36,17 @@ def loop_variant(text):  # VARIANT: a loop over re.split
     for piece in re.split(r"\b", text):
         if len(piece) > 0:
             tokens.append(piece)
+    return tokens
+
+
+def character_loop(text):  # VARIANT: no regular expression, runs of word / other characters, char by char
+    tokens = []
+    for ch in text:
+        word = ch.isalnum() or ch == "_"
+        if tokens and (tokens[-1][-1].isalnum() or tokens[-1][-1] == "_") == word:
+            tokens[-1] += ch
+        else:
+            tokens.append(ch)
     return tokens
 
 
@@ -69,6 +84,29 @@ class EncodeTensor(_Base):  # returns a tensor, not a list of ints
         return torch.tensor([self.id_of.get(t, 0) for t in tokens], dtype=torch.long)
 
 
+class UnpacksKeptPairs(_Base):  # zip(*...) of the kept pairs fails when min_freq keeps no token
+    @classmethod
+    def build(cls, tokens, min_freq=1):
+        if not tokens:
+            return cls([cls.UNK])
+        kept, _ = zip(*[(t, c) for t, c in Counter(tokens).most_common() if c >= min_freq])
+        return cls([cls.UNK] + list(kept))
+
+
+class ListsVariant(_Base):  # VARIANT: counts in a plain dict, ids of a tensor read with .tolist()
+    @classmethod
+    def build(cls, tokens, min_freq=1):
+        counts = {}
+        for t in tokens:
+            counts[t] = counts.get(t, 0) + 1
+        order = sorted(counts, key=lambda t: -counts[t])  # sorted is stable: ties keep their first appearance
+        return cls([cls.UNK] + [t for t in order if counts[t] >= min_freq])
+
+    def decode(self, ids):
+        values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        return [self.tokens_by_id[i] for i in values]
+
+
 class SortedVariant(_Base):  # VARIANT: an explicit sort with a first-appearance key
     @classmethod
     def build(cls, tokens, min_freq=1):
@@ -98,6 +136,11 @@ def tail_kept(ids, seq_len):  # the leftover is dropped from the start
     return ids[len(ids) - n * seq_len:].reshape(n, seq_len)
 
 
+def reshape_minus_one(ids, seq_len):  # .view(n, -1) cannot infer -1 from no ids: fails with fewer ids than seq_len
+    n = len(ids) // seq_len
+    return ids[: n * seq_len].view(n, -1)
+
+
 def float_windows(ids, seq_len):
     n = len(ids) // seq_len
     return ids[: n * seq_len].reshape(n, seq_len).float()
@@ -110,8 +153,20 @@ def stack_variant(ids, seq_len):  # VARIANT: a list of slices, stacked
     return torch.stack([ids[i * seq_len: (i + 1) * seq_len] for i in range(n)])
 
 
-def unfold_variant(ids, seq_len):  # VARIANT: unfold with a step of seq_len
+def unfolded(ids, seq_len):  # unfold with a step of seq_len: fails with fewer ids than seq_len
     return ids.unfold(0, seq_len, seq_len)
+
+
+def list_windows(ids, seq_len):  # VARIANT: plain lists via .tolist(), sizes with int()
+    n, width = int(ids.numel()) // int(seq_len), int(seq_len)
+    values = ids.tolist()
+    rows = [values[i * width: (i + 1) * width] for i in range(n)]
+    return torch.tensor(rows, dtype=ids.dtype, device=ids.device).reshape(n, width)
+
+
+def narrowed(ids, seq_len):  # VARIANT: narrow and view
+    n = ids.shape[0] // seq_len
+    return ids.narrow(0, 0, n * seq_len).view(n, seq_len)
 
 
 # ---------------------------------------------------------------- train_val_split
@@ -138,10 +193,28 @@ def leaks_random_windows(chunks, val_fraction=0.1):  # a shuffled split whose va
     return chunks[order[: len(chunks) - n_val // 2]], chunks[order[len(chunks) - n_val:]]
 
 
-def split_variant(chunks, val_fraction=0.1):  # VARIANT: torch.split with int(... + 0.5) rounding
+def rounds_half_up(chunks, val_fraction=0.1):  # int(x + 0.5): 4.5 gives 5, but round(4.5) is 4
     n_val = int(val_fraction * len(chunks) + 0.5)
+    return chunks[: len(chunks) - n_val], chunks[len(chunks) - n_val:]
+
+
+def rounds_up(chunks, val_fraction=0.1):
+    n_val = math.ceil(val_fraction * len(chunks))
+    return chunks[: len(chunks) - n_val], chunks[len(chunks) - n_val:]
+
+
+def split_variant(chunks, val_fraction=0.1):  # VARIANT: torch.split
+    n_val = round(val_fraction * len(chunks))
     train, val = torch.split(chunks, [len(chunks) - n_val, n_val])
     return train, val
+
+
+def index_list_variant(chunks, val_fraction=0.1):  # VARIANT: Python lists of row numbers, the size from .shape
+    n = int(chunks.shape[0])
+    boundary = n - round(val_fraction * n)
+    rows = list(range(n))
+    pick = lambda numbers: chunks[torch.tensor(numbers, dtype=torch.long, device=chunks.device)]  # noqa: E731
+    return pick(rows[:boundary]), pick(rows[boundary:])
 
 
 # ---------------------------------------------------------------- evaluate
@@ -197,6 +270,15 @@ def whole_window_variant(model, chunks, batch_size):  # VARIANT: the whole windo
     def score(m, w):
         logits = m(w)[:, :-1]
         return F.cross_entropy(logits.transpose(1, 2), w[:, 1:], reduction="sum").item(), w[:, 1:].numel()
+    return _loop(model, chunks, batch_size, score)
+
+
+def position_loop_variant(model, chunks, batch_size):  # VARIANT: a Python loop over positions, sizes via int()
+    def score(m, w):
+        logits, nats = m(w[:, :-1]), 0.0
+        for t in range(int(w.shape[1]) - 1):
+            nats += F.cross_entropy(logits[:, t], w[:, t + 1], reduction="sum").item()
+        return nats, int(w.shape[0]) * (int(w.shape[1]) - 1)
     return _loop(model, chunks, batch_size, score)
 
 
@@ -260,6 +342,19 @@ def own_top_k_plus_one(model, vocab, prompt, n_tokens, temperature=1.0, top_k=No
                      lambda logits: torch.multinomial(logits.softmax(-1), 1, generator=generator))
 
 
+tokenize, generate = ref.tokenize, ref.generate  # the notebook's earlier pieces, as notebook_sample reads them
+
+
+def notebook_sample(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    """VARIANT beside wrong pieces: reads `tokenize` and `generate` from its notebook's globals; sizes with int(),
+    the new ids with .tolist(), decoded one by one."""
+    where = next(model.parameters()).device
+    prompt_ids = torch.tensor([vocab.encode(tokenize(prompt))], dtype=torch.long, device=where)
+    written = generate(model, prompt_ids, n_tokens, temperature=temperature, top_k=top_k, generator=generator)
+    new_ids = written[0].tolist()[int(prompt_ids.shape[1]):]
+    return prompt + "".join(vocab.decode([i])[0] for i in new_ids)
+
+
 def gumbel_variant(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
     """VARIANT: its own loop, Gumbel-max sampling."""
     def draw(logits):
@@ -271,21 +366,30 @@ def gumbel_variant(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, 
 MUTANTS = [
     ("tokenize", splits_on_spaces_only), ("tokenize", lowercased), ("tokenize", characters),
     ("Vocab", EncodeRaisesOnUnknown), ("Vocab", LenWithoutUnk), ("Vocab", LeastFrequentFirst), ("Vocab", DecodeJoins),
-    ("Vocab", EncodeTensor),
+    ("Vocab", EncodeTensor), ("Vocab", UnpacksKeptPairs),
     ("chunk", windows_one_longer), ("chunk", one_window_short), ("chunk", tail_kept), ("chunk", float_windows),
+    ("chunk", reshape_minus_one), ("chunk", unfolded),
     ("train_val_split", first_windows_for_validation_and_overlap), ("train_val_split", val_one_too_many),
     ("train_val_split", reversed_order), ("train_val_split", leaks_random_windows),
+    ("train_val_split", rounds_half_up), ("train_val_split", rounds_up),
     ("evaluate", predicts_two_ahead), ("evaluate", first_batch_only), ("evaluate", returns_tensor),
     ("evaluate", counts_every_position), ("evaluate", no_no_grad),
     ("sample", argmax_always), ("sample", one_token_short), ("sample", temperature_multiplied),
     ("sample", own_top_k_plus_one),
 ]
 
+# A correct sample beside a wrong or unwritten tokenize or Vocab: the checks tokenize its prompts with stand-ins.
+WRONG_TOKENIZERS = [unwritten, *(m.impl for m in for_exercise("tokenize")), splits_on_spaces_only, lowercased,
+                    characters]
+WRONG_VOCABS = [unwritten, known.no_unk, known.merges_case, EncodeRaisesOnUnknown]
+
 VARIANTS = [
-    ("tokenize", findall_variant), ("tokenize", loop_variant),
-    ("Vocab", SortedVariant),
-    ("chunk", stack_variant), ("chunk", unfold_variant),
-    ("train_val_split", split_variant),
-    ("evaluate", whole_window_variant), ("evaluate", weighted_means_variant),
-    ("sample", gumbel_variant),
+    ("tokenize", findall_variant), ("tokenize", loop_variant), ("tokenize", character_loop),
+    ("Vocab", SortedVariant), ("Vocab", ListsVariant),
+    ("chunk", stack_variant), ("chunk", list_windows), ("chunk", narrowed),
+    ("train_val_split", split_variant), ("train_val_split", index_list_variant),
+    ("evaluate", whole_window_variant), ("evaluate", weighted_means_variant), ("evaluate", position_loop_variant),
+    ("sample", gumbel_variant), ("sample", notebook_sample),
+    *[("sample", beside(notebook_sample, tokenize=wrong)) for wrong in WRONG_TOKENIZERS],
+    *[("sample", beside(notebook_sample, Vocab=wrong)) for wrong in WRONG_VOCABS],
 ]
