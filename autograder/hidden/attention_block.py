@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from autograder.hidden.models import blocked_for_torch
-from autograder.hidden.observe import (HiddenTestFailed, Observations, Rule, generator, grid, hidden_test,
-                                       substituted_globals)
+from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, generator, grid, hidden_test
+from course.checks.stand_ins import earlier_pieces_replaced
 
 
 # ---- weights by name ----
@@ -228,7 +228,7 @@ def block_with_stand_ins(TransformerBlock, init: dict) -> nn.Module:
     built with the stand-in classes in place of the notebook's own (so a part that cannot even be built costs
     nothing here), then put in the four places in case the block made its parts another way. The block's test
     grades how the block joins its parts; a mistake in a part costs points in that part's test only."""
-    with substituted_globals(TransformerBlock.__init__, **STAND_IN_CLASSES):
+    with earlier_pieces_replaced(TransformerBlock.__init__, **STAND_IN_CLASSES):
         block = TransformerBlock(**init)
     d_model, n_heads, d_ff = init["d_model"], init["n_heads"], init["d_ff"]
     block.attn = StandInAttention(d_model, n_heads)

@@ -17,7 +17,6 @@ import importlib
 import inspect
 import sys
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -287,16 +286,3 @@ def reference_objects(observe: Callable, **reference_names: str) -> list:
     module = reference_module(observe)
     names = [name for name, p in inspect.signature(observe).parameters.items() if p.default is p.empty]
     return [getattr(module, reference_names.get(name, name)) for name in names]
-
-
-@contextmanager
-def substituted_globals(function, **replacements):
-    """While inside, the names in `replacements` that `function` reads from its notebook's globals are the given
-    stand-ins, so that a mistake in an earlier exercise of the same notebook costs points only once."""
-    namespace = getattr(function, "__globals__", {})
-    present = {name: namespace[name] for name in replacements if name in namespace}
-    namespace.update({name: value for name, value in replacements.items() if name in present})
-    try:
-        yield
-    finally:
-        namespace.update(present)

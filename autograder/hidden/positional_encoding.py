@@ -3,7 +3,7 @@ batch axes, up to exactly max_len tokens. The layer runs on a stand-in table, so
 import torch
 
 from autograder.hidden.observe import Observations, generator, grid, hidden_test
-from course.checks.positional_encoding import earlier_pieces_replaced
+from course.checks.stand_ins import earlier_pieces_replaced
 
 
 def observe_positional_encoding(positional_encoding, trials: int = 6, seed: int = 101) -> Observations:

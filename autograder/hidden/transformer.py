@@ -9,9 +9,9 @@ import torch
 
 from autograder.hidden.attention_block import case_seed, described, fresh_weights
 from autograder.hidden.models import StandInDecoderBlock, pair_probabilities
-from autograder.hidden.observe import (HiddenTestFailed, Observations, Rule, describe, generator, grid, hidden_test,
-                                       substituted_globals)
+from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, describe, generator, grid, hidden_test
 from autograder.reference.masking import causal_mask, padding_mask  # notebook 03: loaded in graded kernels already
+from course.checks.stand_ins import earlier_pieces_replaced
 from course.checks.transformer import SAMPLING_TOLERANCE, _joint_frequencies, toy_model
 from course.device import available_devices
 
@@ -94,7 +94,7 @@ def encoder_decoder_with_stand_ins(EncoderDecoderTransformer, config: dict) -> t
     """`EncoderDecoderTransformer(**config)` with torch's decoder layer in place of every DecoderBlock: built with
     the stand-in class in place of the notebook's own, then put in every place of `decoder` in case the model made
     its blocks another way. A mistake in DecoderBlock costs points in its own test only."""
-    with substituted_globals(EncoderDecoderTransformer.__init__, DecoderBlock=StandInDecoderBlock):
+    with earlier_pieces_replaced(EncoderDecoderTransformer.__init__, DecoderBlock=StandInDecoderBlock):
         model = EncoderDecoderTransformer(**config)
     for i in range(len(model.decoder)):
         model.decoder[i] = StandInDecoderBlock(config["d_model"], config["n_heads"], config["d_ff"],

@@ -1,7 +1,6 @@
 """Visible checks for notebook 01: `positional_encoding` and `TokenAndPositionEmbedding`."""
 from __future__ import annotations
 
-import inspect
 from contextlib import contextmanager
 
 import torch
@@ -9,36 +8,9 @@ from torch import nn
 
 from course.checks.compare import expect_tensor, expect_values
 from course.checks.report import assert_written, fail, run_steps
+from course.checks.stand_ins import earlier_pieces_replaced, notebook_globals
 from course.device import available_devices, supported_dtypes
 from course.fixtures import load
-
-
-def notebook_globals(obj) -> dict:
-    """The namespace the code of `obj` reads its global names from: a function's globals, or for a class those
-    of the methods it defines itself (in a notebook: the notebook's namespace)."""
-    if inspect.isfunction(obj):
-        return obj.__globals__
-    for klass in getattr(obj, "__mro__", ()):
-        if klass.__module__ != getattr(obj, "__module__", None):
-            continue
-        for member in vars(klass).values():
-            if inspect.isfunction(member):
-                return member.__globals__
-    return {}
-
-
-@contextmanager
-def earlier_pieces_replaced(obj, **stand_ins):
-    """While inside, each name in `stand_ins` that the code of `obj` reads from its notebook's globals is the given
-    stand-in: a check of one exercise then never depends on an earlier exercise of the same notebook, so a mistake
-    there costs points once. Names the notebook does not define are left alone."""
-    namespace = notebook_globals(obj)
-    own = {name: namespace[name] for name in stand_ins if name in namespace}
-    namespace.update({name: stand_ins[name] for name in own})
-    try:
-        yield
-    finally:
-        namespace.update(own)
 
 
 def check_positional_encoding(positional_encoding) -> None:
