@@ -62,8 +62,17 @@ def corpus(tmp_path_factory) -> Corpus:
         if autograded.exists():
             for cell in nbformat.read(autograded, as_version=4).cells:
                 if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-                    messages[(student, assignment, grade_id(cell))] = text_of(cell).strip()[-1500:]
+                    messages[(student, assignment, grade_id(cell))] = _shown(cell)
     return Corpus(root, filled, scores, messages)
+
+
+def _shown(cell) -> str:
+    """What a graded cell showed (its end), and what it wrote to stderr: nbgrader scores such a cell as failed."""
+    shown = text_of(cell).strip()[-1500:]
+    stderr = "".join(o.text for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stderr")
+    if stderr.strip():
+        shown += f"\n[the cell wrote to stderr, which nbgrader scores as a failure: {stderr.strip()[:400]}]"
+    return shown
 
 
 def _cases():
