@@ -343,8 +343,9 @@ def scan(notebook) -> list[Finding]:
     return findings
 
 
-def affected_checks(notebook, findings: list[Finding]) -> dict[str, Finding]:
-    """grade_id of each visible check cell a point-costing finding comes before (and could have affected) -> that finding."""
+def affected_checks(notebook, findings: list[Finding]) -> dict[str, list[Finding]]:
+    """grade_id of each visible check cell a point-costing finding comes before (and could have affected) -> those
+    findings, in cell order."""
     affected = {}
     for index, cell in enumerate(notebook.cells, start=1):
         meta = cell.metadata.get("nbgrader", {})
@@ -356,7 +357,7 @@ def affected_checks(notebook, findings: list[Finding]) -> dict[str, Finding]:
         for finding in findings:
             if finding.costs_points() and finding.cell < index and ("*" in finding.check_names or
                                                                     finding.check_names & called):
-                affected.setdefault(meta["grade_id"], finding)
+                affected.setdefault(meta["grade_id"], []).append(finding)
     return affected
 
 

@@ -172,7 +172,7 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
             if message:
                 zero[grade_id] = message
         elif grade_id in tampered:
-            message = f"not counted: {tampered[grade_id].text()}, which a check relies on"
+            message = f"not counted: {tampered[grade_id][0].text()}, which a check relies on"
             _show(cell, message, "")
             zero[grade_id] = message
         elif grade_id.startswith("check_") and grade_id not in passed:
@@ -187,7 +187,7 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
             unconfirmed.append(grade_id)
     nbformat.write(notebook, autograded)
     _correct_scores(database, assignment, student, notebook_name=autograded.stem, zero=zero)
-    costly = {finding.text(): finding for finding in tampered.values()}
+    costly = dict.fromkeys(finding.text() for found in tampered.values() for finding in found)  # each named once
     notes = [f"tampering: {text} (the checks after it earn nothing)" for text in costly]
     notes += [f"not counted: {grade_id}: {message}" for grade_id, message in zero.items()
               if not grade_id.startswith("hidden_") and grade_id not in tampered and grade_id not in unconfirmed]
