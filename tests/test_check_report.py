@@ -1,6 +1,10 @@
 """How checks speak: unwritten exercises, failures without tracebacks, errors from the student's own code."""
+import warnings
+
 import pytest
 
+from autograder.hidden import positional_encoding as hidden_01
+from autograder.reference.positional_encoding import positional_encoding
 from course.checks import check_attention, check_positional_encoding, written_positional_encoding
 from course.checks.report import CheckFailed, NotWrittenYet
 
@@ -54,3 +58,17 @@ def test_a_failed_check_shows_its_message_not_a_traceback():
         check_positional_encoding(zeros)
     rendered = failure.value._render_traceback_()
     assert len(rendered) == 1 and "expected" in rendered[0] and "got" in rendered[0]
+
+
+def test_a_warning_from_the_students_code_goes_to_stdout_not_stderr(capsys):
+    """nbgrader scores a graded cell that wrote to stderr as failed: a correct `float(loss)` that warns must not."""
+    def warns_then_answers(max_len, d_model):
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar", UserWarning)
+        return positional_encoding(max_len, d_model)
+
+    check_positional_encoding(warns_then_answers)
+    hidden_01.test_positional_encoding(warns_then_answers)
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    assert "⚠ UserWarning: Converting a tensor with requires_grad=True to a scalar" in printed.out
+    assert "🎉 positional_encoding: all checks passed." in printed.out

@@ -219,8 +219,16 @@ class StandInFeedForward(nn.Sequential):
         super().__init__(OrderedDict(fc1=nn.Linear(d_model, d_ff), act=nn.Tanh(), fc2=nn.Linear(d_ff, d_model)))
 
 
+class StandInLayerNorm(nn.LayerNorm):
+    """Stands where the block's norms are: torch's nn.LayerNorm behind the exercise's signature, so a block that
+    builds its norms with keywords (`LayerNorm(d_model=d_model)`) builds them here too."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__(d_model, eps=eps)
+
+
 STAND_IN_CLASSES = {"MultiHeadAttention": StandInAttention, "FeedForward": StandInFeedForward,
-                    "LayerNorm": nn.LayerNorm}
+                    "LayerNorm": StandInLayerNorm}
 
 
 def block_with_stand_ins(TransformerBlock, init: dict) -> nn.Module:
@@ -233,8 +241,8 @@ def block_with_stand_ins(TransformerBlock, init: dict) -> nn.Module:
     d_model, n_heads, d_ff = init["d_model"], init["n_heads"], init["d_ff"]
     block.attn = StandInAttention(d_model, n_heads)
     block.ff = StandInFeedForward(d_model, d_ff)
-    block.norm1 = nn.LayerNorm(d_model)
-    block.norm2 = nn.LayerNorm(d_model)
+    block.norm1 = StandInLayerNorm(d_model)
+    block.norm2 = StandInLayerNorm(d_model)
     return block
 
 

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 
 from course.checks.compare import is_close
-from course.checks.report import CheckFailed, describe_crash, is_stub
+from course.checks.report import CheckFailed, describe_crash, is_stub, warnings_on_stdout
 from course.device import available_devices, supported_dtypes
 
 
@@ -237,7 +237,8 @@ def hidden_test(observe: Callable, **reference_names: str) -> Callable:
     exercise = exercise_of(observe)
 
     def test(*student):
-        seen = observe_or_explain(observe, *student)
+        with warnings_on_stdout():
+            seen = observe_or_explain(observe, *student)
         folder = records_folder()
         if folder is not None:
             record(folder, exercise, seen)

@@ -12,7 +12,8 @@ import torch
 from autograder.hidden.models import random_state
 from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, generator, hidden_test, tensor_of
 from autograder.reference.transformer import DecoderOnlyTransformer
-from course.checks.reversal import ReversalOracle, oracle_loss, stand_ins
+from course.checks.reversal import ReversalOracle, oracle_loss
+from course.checks.stand_ins import earlier_pieces_replaced
 from course.device import available_devices
 
 
@@ -217,7 +218,7 @@ def observe_train_reversal(train_reversal, seed: int = 602) -> Observations:
         first = torch.randint(0, vocab_size, (batch_size, half_len), generator=generator)
         return torch.cat([first, first.flip(dims=[1])], dim=1)
 
-    with stand_ins(train_reversal, reversal_batch=reversal_batch):
+    with earlier_pieces_replaced(train_reversal, reversal_batch=reversal_batch):
         # The exact part: a stand-in model whose loss does not depend on the random tokens.
         for V, n, c in [(50, 3, 1.5), (9, 5, 0.5)]:
             torch.manual_seed(seed)

@@ -17,8 +17,8 @@ from autograder.hidden.models import next_probabilities, random_state
 from autograder.hidden.observe import (HiddenTestFailed, Observations, Rule, describe, generator, hidden_test,
                                        tensor_of)
 from autograder.reference.transformer import DecoderOnlyTransformer
-from course.checks.reversal import stand_ins
 from course.checks.shakespeare import SAMPLING_TOLERANCE, WordList, next_word_frequencies
+from course.checks.stand_ins import earlier_pieces_replaced
 from course.checks.transformer import toy_model
 from course.device import available_devices
 from course.shakespeare import load_shakespeare
@@ -247,7 +247,7 @@ def observe_sample(sample, seed: int = 706) -> Observations:
     model = _reference_model(g, len(WORDS), 8, dropout=0.2)
     with torch.no_grad():
         model.lm_head.weight.mul_(6.0)  # a model with opinions, so that temperature and top-k matter
-    with stand_ins(sample, tokenize=tokenize):
+    with earlier_pieces_replaced(sample, tokenize=tokenize):
         for device in available_devices():
             m = model.to(device)
             seen.exact(f"sample of 0 tokens after 'to be' ({device.type}): the prompt alone",

@@ -9,6 +9,8 @@ import os
 import sys
 import sysconfig
 import traceback
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Callable
@@ -37,6 +39,21 @@ def fail(message: str) -> None:
     raise CheckFailed(message)
 
 
+@contextmanager
+def warnings_on_stdout():
+    """While inside, a warning (the student's code calling `float()` on a tensor that needs a gradient, say) is
+    printed on stdout as a `⚠` line instead of on stderr: nbgrader scores a graded cell that wrote anything to
+    stderr as failed, and a warning is no mistake."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            yield
+        finally:
+            shown = dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)
+            for text in shown:
+                print(f"⚠ {text}")
+
+
 def is_stub(exc: BaseException) -> bool:
     """An unwritten exercise: the stub's bare `NotImplementedError()` (torch's own NotImplementedErrors say why)."""
     return isinstance(exc, NotImplementedError) and not str(exc)
@@ -53,7 +70,8 @@ def run_steps(title: str, steps: list[tuple[str, Callable[[], None]]], done: str
     """
     for label, step in steps:
         try:
-            step()
+            with warnings_on_stdout():
+                step()
         except CheckFailed as exc:
             raise CheckFailed(f"{title}: {label}\n  {exc.args[0]}") from exc.__cause__
         except Exception as exc:  # noqa: BLE001: whatever the student's code raised, said in words

@@ -2,30 +2,16 @@
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import torch
 from torch import nn
 
 from course.checks.compare import expect_tensor, is_close, known_mistake
 from course.checks.report import assert_written, fail, run_steps
+from course.checks.stand_ins import earlier_pieces_replaced
 from course.checks.transformer import expect_evaluation_mode, toy_model
 from course.device import available_devices
 from course.fixtures import load
-
-
-@contextmanager
-def stand_ins(function, **replacements):
-    """While inside, the names in `replacements` that `function` reads from its notebook's globals are the given
-    stand-ins, so that a mistake in an earlier exercise of the same notebook costs points only once (in its own
-    check). Names the notebook does not define are left alone."""
-    namespace = getattr(function, "__globals__", {})
-    present = {name: namespace[name] for name in replacements if name in namespace}
-    namespace.update({name: replacements[name] for name in present})
-    try:
-        yield
-    finally:
-        namespace.update(present)
 
 
 # ---------------------------------------------------------------- reversal_batch
@@ -175,7 +161,7 @@ def _run_oracle(train_reversal, spec: dict, steps: int, device=None, seed: int =
     torch.manual_seed(seed)
     model = ReversalOracle(spec["vocab_size"], spec["confidence"])
     batch_stand_in = StoredBatches(list(batches), getattr(train_reversal, "__globals__", {}).get("reversal_batch"))
-    with stand_ins(train_reversal, reversal_batch=batch_stand_in):
+    with earlier_pieces_replaced(train_reversal, reversal_batch=batch_stand_in):
         losses = train_reversal(model, steps, spec["batch_size"], spec["half_len"], spec["vocab_size"], spec["lr"],
                                 device=device)
     return model, losses

@@ -508,6 +508,20 @@ class block_arena_style_variant(nn.Module):
         return x
 
 
+# As in a notebook, where the block finds its parts under the exercises' own names (the hidden test swaps them).
+MultiHeadAttention, FeedForward, LayerNorm = RefMHA, RefFeedForward, RefLayerNorm
+
+
+class block_parts_built_by_keyword_variant(RefBlock):  # hyunwoongko/transformer: LayerNorm(d_model=d_model)
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=False):
+        nn.Module.__init__(self)
+        self.norm_first = norm_first
+        self.attn = MultiHeadAttention(d_model=d_model, n_heads=n_heads, dropout=dropout)
+        self.ff = FeedForward(d_model=d_model, d_ff=d_ff, dropout=dropout)
+        self.norm1, self.norm2 = LayerNorm(d_model=d_model, eps=1e-5), LayerNorm(d_model=d_model)
+        self.dropout = nn.Dropout(dropout)
+
+
 def _block_with_wrong_part(kind: str, wrong) -> type:
     """A correct block whose `kind` part (attn, ff or both norms) is a known mistake of that exercise: the block's
     check and hidden test put stand-ins there, so the block keeps its points."""
@@ -580,4 +594,5 @@ VARIANTS = [
     ("LayerNorm", ln_loop_over_vectors_variant),
     ("FeedForward", ff_sequential_alias_variant),
     ("TransformerBlock", block_arena_style_variant),
+    ("TransformerBlock", block_parts_built_by_keyword_variant),
 ] + [("TransformerBlock", block) for block in BLOCKS_WITH_WRONG_PARTS]
