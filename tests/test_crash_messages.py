@@ -15,7 +15,8 @@ import torch
 
 from autograder.hidden.observe import HiddenTestFailed
 from autograder.reference import attention_block as reference_block
-from course.checks.report import CheckFailed, describe_call, describe_value
+from course.checks.crash import describe_call, describe_value
+from course.checks.report import CheckFailed
 from tests.exercises import hidden_test, visible_check
 from tests.notebooks import ROOT
 

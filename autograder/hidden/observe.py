@@ -24,7 +24,8 @@ from typing import Any, Callable
 import torch
 
 from course.checks.compare import is_close
-from course.checks.report import CheckFailed, describe_crash, is_stub, warnings_on_stdout
+from course.checks.crash import describe_crash
+from course.checks.report import CheckFailed, is_stub, warnings_on_stdout
 from course.device import available_devices, supported_dtypes
 
 

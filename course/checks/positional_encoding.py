@@ -1,8 +1,6 @@
 """Visible checks for notebook 01: `positional_encoding` and `TokenAndPositionEmbedding`."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import torch
 from torch import nn
 
@@ -47,13 +45,11 @@ def stored_encoding(fixture: dict, own_positional_encoding):
     return positional_encoding
 
 
-@contextmanager
 def stored_encoding_in_place_of_yours(TokenAndPositionEmbedding, fixture: dict):
-    """While inside, the layer reads the stored table in place of the notebook's `positional_encoding`, which has
-    its own check: a mistake there does not fail this one too."""
+    """A context in which the layer reads the stored table in place of the notebook's `positional_encoding`, which
+    has its own check: a mistake there does not fail this one too."""
     own = notebook_globals(TokenAndPositionEmbedding).get("positional_encoding")
-    with earlier_pieces_replaced(TokenAndPositionEmbedding, positional_encoding=stored_encoding(fixture, own)):
-        yield
+    return earlier_pieces_replaced(TokenAndPositionEmbedding, positional_encoding=stored_encoding(fixture, own))
 
 
 def check_token_and_position_embedding(TokenAndPositionEmbedding) -> None:

@@ -8,7 +8,7 @@ from torch import nn
 
 from course.checks.compare import expect_tensor, is_close, known_mistake
 from course.checks.report import assert_written, fail, run_steps
-from course.checks.stand_ins import earlier_pieces_replaced
+from course.checks.stand_ins import earlier_pieces_replaced, notebook_globals
 from course.checks.transformer import expect_evaluation_mode, toy_model
 from course.device import available_devices
 from course.fixtures import load
@@ -160,7 +160,7 @@ def _run_oracle(train_reversal, spec: dict, steps: int, device=None, seed: int =
     `reversal_batch` is replaced by StoredBatches of them. Returns (model, losses)."""
     torch.manual_seed(seed)
     model = ReversalOracle(spec["vocab_size"], spec["confidence"])
-    batch_stand_in = StoredBatches(list(batches), getattr(train_reversal, "__globals__", {}).get("reversal_batch"))
+    batch_stand_in = StoredBatches(list(batches), notebook_globals(train_reversal).get("reversal_batch"))
     with earlier_pieces_replaced(train_reversal, reversal_batch=batch_stand_in):
         losses = train_reversal(model, steps, spec["batch_size"], spec["half_len"], spec["vocab_size"], spec["lr"],
                                 device=device)

@@ -7,7 +7,7 @@ import torch
 
 from course.checks.compare import expect_tensor, known_mistake
 from course.checks.report import assert_written, fail, run_steps
-from course.checks.stand_ins import earlier_pieces_replaced
+from course.checks.stand_ins import earlier_pieces_replaced, notebook_globals
 from course.checks.transformer import expect_evaluation_mode, toy_model
 from course.device import available_devices
 from course.fixtures import load
@@ -357,7 +357,7 @@ class StoredTokens:
 
 def stored_tokenize(sample):
     """A context in which `sample` reads the stored prompt tokens in place of the notebook's own `tokenize`."""
-    fallback = getattr(sample, "__globals__", {}).get("tokenize")
+    fallback = notebook_globals(sample).get("tokenize")
     return earlier_pieces_replaced(sample, tokenize=StoredTokens(_fixture("sample")["prompt_tokens"], fallback))
 
 
