@@ -1,6 +1,10 @@
 """The class report, from the gradebook and the autograded notebooks: how each exercise went, the spread of
-scores, the mistakes the feedback named most often, tampering and what the guard blocked, the visible checks
-the grader's own tests contradicted, and the submissions that need a look.
+scores over the term, the hand-ins missing, the mistakes the feedback named most often, tampering and what the
+guard blocked, the visible checks the grader's own tests contradicted, and the submissions that need a look.
+
+It covers the whole class as the gradebook holds it, whatever was graded last: every student in the gradebook
+and every assignment at least one of them handed in, in course order. A missing hand-in scores 0 of its
+assignment's points.
 
 Writes, under `reports/`: `class_report.md` (the summary), `exercise_pass_rates.csv`, `scores.csv`,
 `named_mistakes.csv` and `score_histogram.png`.
@@ -9,21 +13,99 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder.mistakes import all_mistakes
+from autograder.verify import UNCONFIRMED
+from course.about import NOTEBOOKS
+
 TAMPERING = ("tampering:", "blocked:", "not counted:", "look at:")  # how autograder.verify's notes begin
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import nbformat  # noqa: E402
-from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
-
-from autograder.mistakes import all_mistakes  # noqa: E402
-from autograder.verify import UNCONFIRMED  # noqa: E402
-
 NAMED = "This is a known mistake: "
+
+
+@dataclass
+class Standing:
+    """One student's autograded code scores over the covered assignments."""
+    student: str
+    scores: dict[str, float | None]  # assignment -> code score; None when not handed in
+    late_penalty: float
+
+    @property
+    def missing(self) -> list[str]:
+        return [assignment for assignment, score in self.scores.items() if score is None]
+
+    @property
+    def earned(self) -> float:
+        return sum(score or 0.0 for score in self.scores.values())
+
+
+@dataclass
+class Term:
+    """What the report covers, as the gradebook holds it."""
+    maxima: dict[str, float]  # covered assignment -> its max code score, in course order
+    standings: list[Standing]  # one per student in the gradebook, by name
+    passed: Counter  # (assignment, graded cell) -> handed-in submissions that earned its full points
+    graded: Counter  # (assignment, graded cell) -> handed-in submissions
+
+    @property
+    def top(self) -> float:
+        """The points of the whole covered term."""
+        return sum(self.maxima.values())
+
+    def percent(self, standing: Standing) -> float:
+        return 100 * standing.earned / self.top if self.top else 0.0
+
+
+def covered_assignments(gb: Gradebook) -> list[str]:
+    """Every assignment in the gradebook that someone handed in, in course order (any other after, by name)."""
+    order = list(NOTEBOOKS)
+    handed_in = [assignment.name for assignment in gb.assignments if assignment.num_submissions]
+    return sorted(handed_in, key=lambda name: (order.index(name) if name in order else len(order), name))
+
+
+def standing(gb: Gradebook, student: str, assignments: list[str]) -> Standing:
+    """The code score of each of `assignments` that `student` handed in, and their late penalties."""
+    scores, late_penalty = {}, 0.0
+    for assignment in assignments:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            scores[assignment] = None
+            continue
+        scores[assignment] = submission.code_score
+        late_penalty += submission.late_submission_penalty or 0.0
+    return Standing(student, scores, late_penalty)
+
+
+def exercise_counts(gb: Gradebook, assignments: list[str]) -> tuple[Counter, Counter]:
+    """Per (assignment, graded code cell): how many handed-in submissions passed it, and how many were graded."""
+    passed, graded = Counter(), Counter()
+    for assignment in assignments:
+        for submission in gb.find_assignment(assignment).submissions:
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.cell_type != "code" or not grade.max_score:
+                        continue
+                    key = (assignment, grade.name)
+                    graded[key] += 1
+                    passed[key] += (grade.auto_score or 0) >= grade.max_score
+    return passed, graded
+
+
+def read_term(gradebook: Path) -> Term:
+    """The whole class as `gradebook` holds it."""
+    with Gradebook(f"sqlite:///{gradebook}") as gb:
+        assignments = covered_assignments(gb)
+        maxima = {assignment: gb.find_assignment(assignment).max_code_score for assignment in assignments}
+        standings = [standing(gb, student.id, assignments) for student in sorted(gb.students, key=lambda s: s.id)]
+        passed, graded = exercise_counts(gb, assignments)
+    return Term(maxima, standings, passed, graded)
 
 
 def _mistake_ids() -> dict[str, str]:
@@ -46,58 +128,67 @@ def named_mistakes(autograded: Path) -> Counter:
     return found
 
 
-def write_report(root: Path, assignments: list[str], reasons: dict[tuple[str, str], str]) -> Path:
-    """Write the class report under root/reports; return the path of its summary."""
-    out = root / "reports"
-    out.mkdir(parents=True, exist_ok=True)
-    passed, attempted, totals = Counter(), Counter(), {}
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        students = [s.id for s in gb.students]
-        for student in students:
-            for assignment in assignments:
-                try:
-                    submission = gb.find_submission(assignment, student)
-                except MissingEntry:  # not handed in
-                    continue
-                for notebook in submission.notebooks:
-                    for grade in notebook.grades:
-                        if grade.cell_type != "code" or not grade.max_score:
-                            continue
-                        key = (assignment, grade.name)
-                        attempted[key] += 1
-                        passed[key] += (grade.auto_score or 0) >= grade.max_score
-                score = totals.setdefault(student, [0.0, 0.0])
-                score[0] += submission.code_score
-                score[1] += submission.max_code_score
-    with (out / "exercise_pass_rates.csv").open("w", newline="") as f:
+def write_pass_rates(path: Path, term: Term) -> None:
+    with path.open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["assignment", "graded cell", "passed", "graded", "pass rate"])
-        for (assignment, cell), n in sorted(attempted.items()):
-            writer.writerow([assignment, cell, passed[(assignment, cell)], n, f"{passed[(assignment, cell)] / n:.2f}"])
-    with (out / "scores.csv").open("w", newline="") as f:
+        for (assignment, cell), n in sorted(term.graded.items()):
+            writer.writerow([assignment, cell, term.passed[(assignment, cell)], n,
+                             f"{term.passed[(assignment, cell)] / n:.2f}"])
+
+
+def write_scores(path: Path, term: Term) -> None:
+    """One row per student: each covered assignment's `score/max` or `missing`, then the term's totals."""
+    with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "autograded score", "of"])
-        for student, (score, top) in sorted(totals.items()):
-            writer.writerow([student, f"{score:g}", f"{top:g}"])
-    mistakes = named_mistakes(root / "autograded")
-    with (out / "named_mistakes.csv").open("w", newline="") as f:
+        writer.writerow(["student", *term.maxima, "autograded score", "of", "percent", "missing", "late penalty"])
+        for s in term.standings:
+            cells = ["missing" if s.scores[a] is None else f"{s.scores[a]:g}/{top:g}" for a, top in term.maxima.items()]
+            writer.writerow([s.student, *cells, f"{s.earned:g}", f"{term.top:g}", f"{term.percent(s):.1f}",
+                             len(s.missing), f"{s.late_penalty:g}"])
+
+
+def write_named_mistakes(path: Path, mistakes: Counter) -> None:
+    with path.open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["mistake", "times named"])
         writer.writerows(mistakes.most_common())
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    fractions = [100 * s / t for s, t in totals.values() if t]
-    ax.hist(fractions, bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.01], color="tab:blue", edgecolor="white")
-    ax.set(xlabel="autograded score (% of the points)", ylabel="students", title=f"{len(fractions)} students")
-    fig.tight_layout()
-    fig.savefig(out / "score_histogram.png", dpi=100)
-    plt.close(fig)
 
-    lines = ["# Class report", "", f"{len(totals)} students, {len(assignments)} notebooks.", "",
+
+def plural(count: int, noun: str) -> str:
+    """`1 student`, `2 students`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def score_histogram(percents: list[float], title: str) -> Figure:
+    """How many students scored each tenth of the points; a student count is a whole number."""
+    fig = Figure(figsize=(7, 3.5))
+    ax = fig.add_subplot()
+    ax.hist(percents, bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.01], color="tab:blue", edgecolor="white")
+    ax.set(xlabel="autograded score (% of the term's points)", ylabel="students", title=title)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.tight_layout()
+    return fig
+
+
+def histogram_title(term: Term) -> str:
+    missing = sum(len(s.missing) for s in term.standings)
+    return (f"{plural(len(term.standings), 'student')}, {plural(len(term.maxima), 'notebook')}, "
+            f"{plural(missing, 'hand-in')} missing")
+
+
+def summary_lines(term: Term, mistakes: Counter, reasons: dict[tuple[str, str], str]) -> list[str]:
+    """The lines of class_report.md."""
+    covered = f"notebooks {', '.join(term.maxima)}" if term.maxima else "no notebook handed in yet"
+    lines = ["# Class report", "", f"{plural(len(term.standings), 'student')}; {covered}.", "",
              "## Exercises with the lowest pass rates", "", "| notebook | graded cell | pass rate |", "| --- | --- | --- |"]
-    rates = sorted(attempted, key=lambda k: passed[k] / attempted[k])
-    lines += [f"| {a} | {c} | {passed[(a, c)]}/{attempted[(a, c)]} |" for a, c in rates[:15]]
+    rates = sorted(term.graded, key=lambda k: term.passed[k] / term.graded[k])
+    lines += [f"| {a} | {c} | {term.passed[(a, c)]}/{term.graded[(a, c)]} |" for a, c in rates[:15]]
     lines += ["", "## Mistakes the feedback named most often", "", "| mistake | times |", "| --- | --- |"]
     lines += [f"| {m} | {n} |" for m, n in mistakes.most_common(15)] or ["| (none) | |"]
+    lines += ["", "## Missing hand-ins", "",
+              "Each counts 0 of its notebook's points in `scores.csv` and the histogram.", ""]
+    lines += [f"- {s.student} / {a}" for s in term.standings for a in s.missing] or ["(none)"]
     lines += ["", "## Tampering and blocked attempts", "",
               "Checks after a tampering cell earned nothing; what the guard blocked failed in the student's cell.", ""]
     lines += [f"- {s} / {a}: {part}" for (a, s), r in sorted(reasons.items()) for part in r.split("; ")
@@ -110,7 +201,22 @@ def write_report(root: Path, assignments: list[str], reasons: dict[tuple[str, st
     lines += ["", "## Submissions that need a look", ""]
     lines += [f"- {s} / {a}: {r}" for (a, s), r in sorted(reasons.items()) if r] or ["(none)"]
     lines += ["", "![score histogram](score_histogram.png)", ""]
-    summary = out / "class_report.md"
-    summary.write_text("\n".join(lines))
-    return summary
+    return lines
 
+
+def write_report(root: Path, reasons: dict[tuple[str, str], str]) -> Path:
+    """Write the class report of the whole term under root/reports; return the path of its summary.
+
+    `reasons`: (assignment, student) -> why that graded submission needs a look ("" when it does not)."""
+    out = root / "reports"
+    out.mkdir(parents=True, exist_ok=True)
+    term = read_term(root / "gradebook.db")
+    mistakes = named_mistakes(root / "autograded")
+    write_pass_rates(out / "exercise_pass_rates.csv", term)
+    write_scores(out / "scores.csv", term)
+    write_named_mistakes(out / "named_mistakes.csv", mistakes)
+    score_histogram([term.percent(s) for s in term.standings], histogram_title(term)).savefig(
+        out / "score_histogram.png", dpi=100)
+    summary = out / "class_report.md"
+    summary.write_text("\n".join(summary_lines(term, mistakes, reasons)))
+    return summary
