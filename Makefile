@@ -9,7 +9,7 @@ PY := $(BIN)/python
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test release reference fixtures lab clean colab-runtime
+.PHONY: setup demo test release reference fixtures lab clean new-term colab-runtime
 
 setup: $(STAMP)
 
@@ -60,5 +60,15 @@ fixtures: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=. --ContentsManager.preferred_dir=release $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# What grading writes and can write again from the gradebook and the hand-ins: `make clean` removes only this.
+# gradebook.db (manual grades, comments, due dates, students), submitted/ and downloaded/ are never deleted.
 clean:
-	rm -rf submitted autograded feedback reports grading gradebook.db grades.csv
+	rm -rf autograded feedback reports grading grades.csv
+
+# Everything of one term, the grades included: `make new-term` moves it to archive/<date-time>/, deleting nothing
+# (after `make demo`, before the first real class; at the end of a term).
+TERM_FILES := gradebook.db submitted downloaded autograded feedback reports grading grades.csv
+new-term:
+	@archive=archive/$$(date +%Y-%m-%d-%H%M%S); mkdir -p $$archive; \
+	for part in $(TERM_FILES); do if [ -e $$part ]; then mv $$part $$archive/; fi; done; \
+	echo "moved the term's grading ($(TERM_FILES)) to $$archive; nothing was deleted"

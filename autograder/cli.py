@@ -20,8 +20,16 @@ def _fixtures(args) -> None:
 
 def _release(args) -> None:
     from autograder.release import release
-    for path in release():
+    for path in release(assignments=_known(args.assignments)):
         print(f"released {path}")
+
+
+def _known(assignments: list[str]) -> list[str]:
+    from course.about import NOTEBOOKS
+    unknown = [a for a in assignments if a not in NOTEBOOKS]
+    if unknown:
+        raise SystemExit(f"No assignment {', '.join(unknown)}; the assignments are {', '.join(NOTEBOOKS)}.")
+    return assignments
 
 
 def _demo(args) -> None:
@@ -31,19 +39,18 @@ def _demo(args) -> None:
 
 def _grade(args) -> None:
     from autograder.demo import score_table
-    from autograder.grading import NOTEBOOK_TIME_LIMIT, Limits, grade
+    from autograder.grading import NOTEBOOK_TIME_LIMIT, Limits, grade, stray_folders
     from autograder.paths import ROOT
     from course.about import NOTEBOOKS
-    unknown = [a for a in args.assignments if a not in NOTEBOOKS]
-    if unknown:
-        raise SystemExit(f"No assignment {', '.join(unknown)}; the assignments are {', '.join(NOTEBOOKS)}.")
-    assignments = args.assignments or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
+    assignments = _known(args.assignments) or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
     if not (ROOT / "gradebook.db").exists():
         raise SystemExit(f"There is no gradebook at {ROOT / 'gradebook.db'}: release the assignments first "
                          "(python -m autograder release), then collect the submissions into submitted/.")
     if not assignments:
         raise SystemExit(f"Nothing is handed in under {ROOT / 'submitted'}: collect the submissions first "
                          "(nbgrader collect, or copy them to submitted/<student>/<assignment>/).")
+    for stray in stray_folders(ROOT):
+        print(f"skipped {stray}: not a student")
     limits = Limits(args.cell_timeout, args.notebook_timeout or NOTEBOOK_TIME_LIMIT)
     outcomes = grade(ROOT, assignments, jobs=args.jobs, quiet=True, limits=limits)
     print(score_table(outcomes))
@@ -58,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
                         ).set_defaults(run=_reference)
     commands.add_parser("fixtures", help="regenerate course/fixtures/ from the reference and the known mistakes"
                         ).set_defaults(run=_fixtures)
-    commands.add_parser("release", help="nbgrader generate_assignment for every notebook, then validate --invert"
-                        ).set_defaults(run=_release)
+    releasing = commands.add_parser("release", help="nbgrader generate_assignment for every notebook (or those "
+                                    "named), then validate --invert")
+    releasing.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: every one")
+    releasing.set_defaults(run=_release)
     demo = commands.add_parser("demo", help="build a demo class, grade it with nbgrader, print the scores")
     demo.add_argument("--jobs", type=int, default=None, help="notebooks graded at a time (default: one per core)")
     demo.set_defaults(run=_demo)

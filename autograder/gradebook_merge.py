@@ -2,7 +2,10 @@
 
 Each parallel `nbgrader autograde` writes into its own copy of the gradebook, so no two processes ever
 write one SQLite file; the grading process alone merges the results into `gradebook.db`, one committed
-transaction per submission. Manual grades already in the class gradebook are kept.
+transaction per submission. Only what autograde decides is copied: the autograded scores and comments, the
+submission's time stamp and the late penalty nbgrader's LateSubmissionPlugin assigned to each notebook. What
+the instructor wrote in the class gradebook (manual scores and comments, extra credit, due dates, extensions)
+is kept.
 """
 from __future__ import annotations
 
@@ -42,6 +45,8 @@ def merge_submission(source: Path, target: Gradebook, assignment: str, student: 
             warnings.simplefilter("ignore", SAWarning)
             target.update_or_create_submission(assignment, student, timestamp=submitted.timestamp)
         for notebook in submitted.notebooks:
+            target.find_submission_notebook(notebook.name, assignment, student).late_submission_penalty = \
+                notebook.late_submission_penalty
             for grade in notebook.grades:
                 into = target.find_grade(grade.name, notebook.name, assignment, student)
                 into.auto_score = grade.auto_score

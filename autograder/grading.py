@@ -25,9 +25,9 @@ from tqdm import tqdm
 from autograder import autograde_process, preflight
 from autograder.guard.policy import policy_for
 from autograder.gradebook_merge import merge_submission, snapshot, worker_gradebook
-from autograder.ledger import Entry, Ledger, file_hash
+from autograder.ledger import Entry, Ledger, file_hash, release_fingerprint
 from autograder.nbgrader_run import environment, nbgrader
-from autograder.paths import notebook_path
+from autograder.paths import REFERENCE, notebook_path
 from autograder.report import write_report
 from autograder.verify import prepare, verify
 from course.about import NOTEBOOKS
@@ -56,9 +56,27 @@ def gradebook(root: Path) -> Gradebook:
     return Gradebook(f"sqlite:///{root / 'gradebook.db'}")
 
 
+def not_a_student(name: str) -> str:
+    """Why a folder under submitted/ is no student's ("" when it may be one): unzipping on a Mac or copying from
+    one leaves `__MACOSX/` and hidden folders behind."""
+    if name == "__MACOSX":
+        return "a Mac's zip metadata"
+    if name.startswith((".", "__")):
+        return "a hidden or system folder"
+    return ""
+
+
 def students_in(root: Path) -> list[str]:
     submitted = root / "submitted"
-    return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.exists() else []
+    folders = [p.name for p in submitted.iterdir() if p.is_dir()] if submitted.exists() else []
+    return sorted(name for name in folders if not not_a_student(name))
+
+
+def stray_folders(root: Path) -> list[str]:
+    """Folders under submitted/ that grading skips, each with why ("submitted/__MACOSX (a Mac's zip metadata)")."""
+    submitted = root / "submitted"
+    folders = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.exists() else []
+    return [f"submitted/{name} ({not_a_student(name)})" for name in folders if not_a_student(name)]
 
 
 def first_error(path: Path) -> str:
@@ -79,18 +97,18 @@ def first_error(path: Path) -> str:
 
 
 def record_zero(gb: Gradebook, assignment: str, student: str, reason: str) -> None:
-    """A zero grade row, with the reason as the autograder's comment, for a submission nbgrader could not grade."""
+    """Zero autograded points, with the reason as the autograder's comment, for a submission nbgrader could not
+    grade. What the instructor wrote by hand (manual scores, comments, extra credit) stays: it is the same
+    submission, and a readable re-upload is graded again."""
     gb.update_or_create_student(student)
-    try:
-        gb.remove_submission(assignment, student)
-    except MissingEntry:
-        pass
     with warnings.catch_warnings():  # nbgrader's add_submission trips SQLAlchemy's autoflush notice
         warnings.simplefilter("ignore", SAWarning)
-        submission = gb.add_submission(assignment, student)
+        submission = gb.update_or_create_submission(assignment, student)
     for notebook in submission.notebooks:
+        notebook.late_submission_penalty = None
         for grade in notebook.grades:
             grade.auto_score = 0
+            grade.needs_manual_grade = grade.manual_score is not None  # as nbgrader does: a hand-in changed under it
         for comment in notebook.comments:
             comment.auto_comment = reason
     gb.db.commit()
@@ -102,6 +120,7 @@ class Job:
     assignment: str
     student: str
     sha256: str
+    release: str = ""  # the assignment's release_fingerprint (autograder.ledger)
     database: Path | None = None
     reason: str = ""  # why it could not be graded; "" when it was
     notes: list[str] = field(default_factory=list)  # what preflight and the grader's checks found
@@ -166,7 +185,7 @@ def _finished(root: Path, ledger: Ledger, jobs: list[Job]) -> set[tuple[str, str
     with gradebook(root) as gb:
         for job in jobs:
             entry = entries.get((job.assignment, job.student))
-            if entry is None or entry.sha256 != job.sha256:
+            if entry is None or (entry.sha256, entry.release) != (job.sha256, job.release):
                 continue
             try:
                 gb.find_submission(job.assignment, job.student)
@@ -183,14 +202,16 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     """Autograde every submission of `assignments` under `root` with `jobs` nbgrader processes at a time, then
     generate feedback and export. Resumable: what the ledger records as graded is not graded again."""
     ledger = Ledger(root / GRADING_DIR / "ledger.jsonl")
+    with gradebook(root) as gb:
+        releases = {a: release_fingerprint(gb, a, judged_by(a)) for a in assignments}
     wanted = []
     for assignment in assignments:
         for student in students_in(root):
             folder = root / "submitted" / student / assignment
             if folder.exists():
                 found = preflight.check(folder, f"{assignment}.ipynb", notebook_path(root / "release", assignment))
-                wanted.append(Job(assignment, student, file_hash(folder / f"{assignment}.ipynb"), reason=found.fatal,
-                                  notes=found.notes))
+                wanted.append(Job(assignment, student, file_hash(folder / f"{assignment}.ipynb"), releases[assignment],
+                                  reason=found.fatal, notes=found.notes))
     done = _finished(root, ledger, wanted)
     todo = [job for job in wanted if (job.assignment, job.student) not in done]
     workspace = root / GRADING_DIR / "jobs"
@@ -203,7 +224,7 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
         for job in [j for j in todo if j.reason]:  # nbgrader cannot read these: a zero row, at once
             summary = job.summary(root)
             record_zero(gb, job.assignment, job.student, summary)
-            ledger.append(Entry(job.assignment, job.student, job.sha256, summary, 0.0))
+            ledger.append(Entry(job.assignment, job.student, job.sha256, summary, 0.0, job.release))
             bar.update()
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             running = []
@@ -221,7 +242,7 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
                     record_zero(gb, job.assignment, job.student, summary)
                 else:
                     merge_submission(job.database, gb, job.assignment, job.student)
-                ledger.append(Entry(job.assignment, job.student, job.sha256, summary, job.seconds))
+                ledger.append(Entry(job.assignment, job.student, job.sha256, summary, job.seconds, job.release))
                 job.database.unlink(missing_ok=True)
                 bar.update()
     bar.close()
@@ -231,8 +252,14 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
         for assignment in assignments:
             nbgrader("generate_feedback", assignment, "--force", root=root, quiet=quiet, check=False)
         nbgrader("export", f"--to={root / 'grades.csv'}", root=root, quiet=quiet)
-        write_report(root, assignments, {(o.assignment, o.student): o.reason for o in graded})
+        write_report(root, {key: entry.reason for key, entry in ledger.entries().items()})
     return graded
+
+
+def judged_by(assignment: str) -> list[Path]:
+    """The files whose change regrades `assignment`: its reference solution and its hidden tests' verdicts."""
+    module = NOTEBOOKS[assignment]
+    return [REFERENCE / f"{module}.py", Path(__file__).parent / "hidden" / f"{module}.py"]
 
 
 def outcomes(root: Path, jobs: list[Job], ledger: Ledger) -> list[Outcome]:

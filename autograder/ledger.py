@@ -2,7 +2,8 @@
 
 A grading run reads it to skip what is already graded, so a run killed at any point and started again
 regrades only what is missing. An entry counts only while the handed-in notebook is the one that was
-graded (its SHA-256) and the gradebook still holds the submission.
+graded (its SHA-256), the assignment is the one it was graded against (`release_fingerprint`: a changed test cell,
+its points, the reference or the hidden tests' verdicts) and the gradebook still holds the submission.
 """
 from __future__ import annotations
 
@@ -20,10 +21,28 @@ class Entry:
     sha256: str  # of the handed-in notebook file; "" when there was none
     reason: str  # "" when nothing needs the instructor's attention
     seconds: float  # wall time of its autograde
+    release: str = ""  # the assignment's release_fingerprint when it was graded ("" in a ledger from before it)
 
 
 def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+
+
+def release_fingerprint(gradebook, assignment: str, judged_by: list[Path]) -> str:
+    """What a grade of `assignment` depends on besides the hand-in: every graded cell's name, type and points and
+    every locked cell's checksum (nbgrader's record in `gradebook`, written by generate_assignment), and the files
+    that judge it (`judged_by`: its reference and hidden-test modules). A new release that changes any of it
+    changes the fingerprint, so what was graded against the old one is graded again."""
+    digest = hashlib.sha256()
+    for notebook in sorted(gradebook.find_assignment(assignment).notebooks, key=lambda n: n.name):
+        for cell in sorted(notebook.grade_cells, key=lambda c: c.name):
+            digest.update(f"grade {notebook.name} {cell.name} {cell.cell_type} {float(cell.max_score)!r}\n".encode())
+        for cell in sorted(notebook.source_cells, key=lambda c: c.name):
+            if cell.locked:
+                digest.update(f"locked {notebook.name} {cell.name} {cell.checksum}\n".encode())
+    for path in judged_by:
+        digest.update(file_hash(path).encode())
+    return digest.hexdigest()
 
 
 class Ledger:

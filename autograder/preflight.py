@@ -5,17 +5,25 @@ from the gradebook, silently. The instructor should still hear about it, so each
 the submission's reason. What nbgrader cannot handle, preflight repairs first: a notebook handed in under
 another name is graded under its own; a graded cell that appears twice keeps its label on the first copy only;
 a cell with a label the assignment does not have loses it (nbgrader then restores the cell it replaced).
-A file that is not a notebook cannot be graded: the reason says so and the grade is zero.
+A file that is not a notebook, or another assignment's notebook, cannot be graded: the reason says so once and
+the grade is zero. A re-upload beside an earlier hand-in (`03_masking-2.ipynb`, `03_masking (1).ipynb`) is the
+one graded. A cell as an earlier release gave it (its nbgrader checksum still matches) is no student's change.
 """
 from __future__ import annotations
 
+import copy
 import json
+import re
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nbgrader.utils import compute_checksum
+
+
+REPAIRED = ".handed-in"  # the suffix of the hand-in as it was, kept beside the notebook preflight repaired
 
 
 @dataclass
@@ -47,10 +55,45 @@ def _read(path: Path) -> tuple[object | None, str]:
     return notebook, ""
 
 
+def upload_number(path: Path, stem: str) -> int | None:
+    """Which upload of `stem` the file is: 0 for `stem.ipynb`, N for `stem-N.ipynb` or `stem (N).ipynb` (how learning
+    platforms and browsers name a file uploaded or downloaded again), None for any other name."""
+    found = re.fullmatch(rf"{re.escape(stem)}(?:-(\d+)| \((\d+)\))?\.ipynb", path.name)
+    return None if found is None else int(found.group(1) or found.group(2) or 0)
+
+
+def latest_upload(folder: Path, expected: Path) -> tuple[Path, str]:
+    """With re-uploads beside `expected`, the newest (highest number) becomes `expected`; an earlier hand-in under
+    that name is kept beside it as `<name>.earlier` unless it is already a copy of one of them."""
+    uploads = {path: upload_number(path, expected.stem) for path in folder.glob("*.ipynb")}
+    again = {path: n for path, n in uploads.items() if n}
+    if not again:
+        return expected, ""
+    newest = max(again, key=again.get)
+    if expected.exists():
+        before_repair = expected.with_name(expected.name + REPAIRED)  # what a repaired copy was made from
+        earlier = before_repair.read_bytes() if before_repair.exists() else expected.read_bytes()
+        if earlier == newest.read_bytes():
+            return expected, f"handed in again as {newest.name}; graded that one"
+        if not any(earlier == path.read_bytes() for path in again):
+            shutil.move(expected, _free_name(expected.with_name(expected.name + ".earlier")))
+        before_repair.unlink(missing_ok=True)
+    shutil.copyfile(newest, expected)
+    return expected, f"handed in again as {newest.name}; graded that one"
+
+
+def _free_name(path: Path) -> Path:
+    number, candidate = 1, path
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}-{number}")
+    return candidate
+
+
 def find_notebook(folder: Path, expected: Path) -> tuple[Path | None, str]:
     """The notebook to grade in a student's assignment folder, and a note when it had another name."""
-    if expected.exists():
-        return expected, ""
+    if expected.exists() or any(upload_number(p, expected.stem) for p in folder.glob("*.ipynb")):
+        return latest_upload(folder, expected)
     others = sorted(folder.glob("*.ipynb")) if folder.exists() else []
     if len(others) == 1:
         shutil.copyfile(others[0], expected)
@@ -59,6 +102,38 @@ def find_notebook(folder: Path, expected: Path) -> tuple[Path | None, str]:
         return None, f"no notebook named {expected.name} was handed in: graded 0"
     return None, (f"no notebook named {expected.name}, and {len(others)} others "
                   f"({', '.join(p.name for p in others)}): graded 0; ask which one to grade")
+
+
+def _as_released(cell, original) -> bool:
+    """Whether `cell` is as some release gave it, though the current one (`original`) differs: nbgrader's checksum in
+    its metadata still matches it (a locked cell), or matches the current cell with its points (an answer cell)."""
+    stored = _nbgrader(cell).get("checksum")
+    if not stored:
+        return False
+    with_its_points = copy.deepcopy(original)
+    with_its_points.metadata.nbgrader["points"] = _nbgrader(cell).get("points", 0)
+    try:
+        return stored in (compute_checksum(cell), compute_checksum(with_its_points))
+    except (KeyError, TypeError, ValueError):  # metadata too damaged to be a release's
+        return False
+
+
+def other_assignment(notebook, release_notebook: Path) -> str:
+    """The assignment whose notebook this is, when it is another one than `release_notebook`'s ("" otherwise): it
+    has none of this assignment's graded cells and some of that one's."""
+    handed = _answer_and_test_cells(notebook)
+    if not handed or handed & _answer_and_test_cells(nbformat.read(release_notebook, as_version=4)):
+        return ""
+    for other in sorted(release_notebook.parent.parent.glob("*/*.ipynb")):
+        if other != release_notebook and handed & _answer_and_test_cells(nbformat.read(other, as_version=4)):
+            return other.stem
+    return ""
+
+
+def _answer_and_test_cells(notebook) -> set[str]:
+    """The grade ids of the cells that are an assignment's own (answers and tests; `setup` and the like recur)."""
+    return {grade_id for grade_id, cell in _graded_cells(notebook).items()
+            if _nbgrader(cell).get("grade") or _nbgrader(cell).get("solution")}
 
 
 def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight:
@@ -75,6 +150,11 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
         result.fatal = fatal
         return result
     given = _graded_cells(nbformat.read(release_notebook, as_version=4))
+    other = other_assignment(notebook, release_notebook)
+    if other:
+        result.fatal = (f"this is notebook {other}, not {release_notebook.stem}: graded 0; "
+                        f"ask for {release_notebook.name}")
+        return result
     counts = Counter(_nbgrader(c).get("grade_id") for c in notebook.cells if _nbgrader(c).get("grade_id"))
     repaired = False
     for grade_id, count in counts.items():
@@ -100,11 +180,11 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
         if cell.cell_type != original.cell_type:
             result.notes.append(f"graded cell '{grade_id}' was turned into {cell.cell_type}; restored")
         points, given_points = _nbgrader(cell).get("points"), _nbgrader(original).get("points")
-        if _nbgrader(original).get("grade") and points != given_points:
+        if _nbgrader(original).get("grade") and points != given_points and not _as_released(cell, original):
             result.notes.append(f"the points of '{grade_id}' were changed from {given_points} to {points}; restored")
-        if _nbgrader(original).get("locked") and cell.source != original.source:
+        if _nbgrader(original).get("locked") and cell.source != original.source and not _as_released(cell, original):
             result.notes.append(f"the locked cell '{grade_id}' was edited; the original restored")
     if repaired:
-        shutil.copyfile(path, path.with_suffix(".ipynb.handed-in"))
+        shutil.copyfile(path, path.with_name(path.name + REPAIRED))
         nbformat.write(notebook, path)
     return result

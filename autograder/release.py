@@ -8,10 +8,12 @@ from autograder.paths import ROOT, notebook_path
 from course.about import NOTEBOOKS
 
 
-def release(root: Path = ROOT, quiet: bool = False) -> list[Path]:
-    """Regenerate `release/` from `source/` under `root` and prove each release notebook fails its tests."""
+def release(root: Path = ROOT, quiet: bool = False, assignments: list[str] | None = None) -> list[Path]:
+    """Regenerate `release/` from `source/` under `root` (every notebook, or `assignments`) and prove each release
+    notebook fails its tests. nbgrader records each assignment's graded cells in the gradebook as it goes: a changed
+    test cell or points makes `python -m autograder grade` regrade that assignment."""
     notebooks = []
-    for assignment in NOTEBOOKS:
+    for assignment in assignments or NOTEBOOKS:
         nbgrader("generate_assignment", assignment, "--force", root=root, quiet=quiet)
         notebooks.append(notebook_path(root / "release", assignment))
     # --invert: every test cell of an unanswered notebook must fail, or a stub would earn points.
