@@ -3,16 +3,22 @@ name is in the repository (or is made by grading, and the code that makes it nam
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import importlib.util
 import io
 import re
 import shlex
+import subprocess
+import sys
 
 import pytest
+from traitlets.config import Config, Configurable
 
 from autograder.cli import main
+from autograder.nbgrader_run import environment
 from autograder.paths import ROOT
-from course.about import NOTEBOOKS
+from course.about import NOTEBOOKS, VERSION
 
 DOCS = ROOT / "docs"
 GUIDES = ["student-guide.md", "instructor-guide.md", "contributor-guide.md"]
@@ -46,13 +52,72 @@ def paths_in(text: str) -> list[str]:
     words = [span for span in inline if " " not in span]
     words += [token for command in commands_in(text) for token in shlex.split(command)]
     return [w for w in words if ("/" in w or w.endswith(PATH_ENDINGS)) and not w.startswith(("http", "-", ".venv/"))
-            and not re.search(r"[()=*\[\]]", w)]
+            and not re.search(r"[()=*\[\]]", w)
+            and not w.startswith(("/", "~"))]  # a path on the students' machine (the exchange, a home folder)
+
+
+def sections(text: str) -> list[str]:
+    """The guide cut at its `## ` headings."""
+    return re.split(r"^(?=## )", text, flags=re.M)
+
+
+def python_blocks(text: str) -> list[str]:
+    return [body for language, body in fenced_and_inline(text)[0] if language == "python"]
+
+
+# Where nbgrader keeps its classes that a guide may configure (`c.<Class>.<trait> = ...`).
+CONFIGURABLE_MODULES = ("nbgrader.apps", "nbgrader.exchange", "nbgrader.exchange.default", "nbgrader.plugins",
+                        "nbgrader.converters", "nbgrader.preprocessors", "nbgrader.coursedir")
+
+
+def configurables(name: str) -> list[type]:
+    found = []
+    for module in map(importlib.import_module, CONFIGURABLE_MODULES):
+        value = getattr(module, name, None)
+        if isinstance(value, type) and issubclass(value, Configurable) and value not in found:
+            found.append(value)
+    return found
+
+
+def config_problem(line: str) -> str:
+    """Why a `c.<Class>.<trait> = ...` line would configure nothing ("" when it is fine): traitlets ignores a class
+    or trait it does not know, silently."""
+    found = re.match(r"\s*c\.(\w+)\.(\w+)\s*=", line)
+    if not found:
+        return ""
+    name, trait = found.groups()
+    classes = configurables(name)
+    if not classes:
+        return f"`{line.strip()}`: nbgrader has no configurable class {name}"
+    if not any(trait in cls.class_traits(config=True) for cls in classes):
+        return f"`{line.strip()}`: {name} has no configurable trait {trait}"
+    return ""
+
+
+@functools.cache
+def nbgrader_options(subcommand: str) -> frozenset[str]:
+    """The flags and `--Class.trait` options that `nbgrader <subcommand> --help-all` lists."""
+    shown = subprocess.run([sys.executable, "-m", "nbgrader", subcommand, "--help-all"], capture_output=True,
+                           text=True, env=environment(), cwd=ROOT, timeout=120)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    return frozenset(re.findall(r"^(--[\w.-]+)", shown.stdout, flags=re.M))
+
+
+def nbgrader_option_problems(command: str) -> list[str]:
+    """The options of `nbgrader <subcommand> ...` that the subcommand does not have."""
+    words = shlex.split(command)
+    options = nbgrader_options(words[1])
+    return [f"`{command}`: nbgrader {words[1]} has no option {word}" for word in words[2:]
+            if word.startswith("--") and word.split("=")[0] not in options]
 
 
 def made_by_grading() -> list[str]:
-    """What grading creates in the course directory: the Makefile's `clean` target removes exactly that."""
-    clean = re.search(r"^clean:\n\trm -rf (.+)$", (ROOT / "Makefile").read_text(), flags=re.M)
-    return clean.group(1).split()
+    """What grading creates in the course directory: the Makefile's `clean` target removes that, and where the
+    Makefile keeps a term's files apart (`TERM_FILES`, what `make new-term` moves away), those as well."""
+    makefile = (ROOT / "Makefile").read_text()
+    clean = re.search(r"^clean:\n\trm -rf (.+)$", makefile, flags=re.M)
+    term = re.search(r"^TERM_FILES :?= (.+)$", makefile, flags=re.M)
+    return clean.group(1).split() + (term.group(1).split() if term else [])
 
 
 def autograder_sources() -> str:
@@ -107,11 +172,16 @@ def test_every_autograder_command_exists_with_its_options(guide, guides):
 
 @pytest.mark.parametrize("guide", GUIDES)
 def test_every_option_span_is_an_option_of_the_grader(guide, guides):
+    """... or of an nbgrader command that the same section shows."""
     options = help_of("grade") + help_of("demo")
-    for span in fenced_and_inline(guides[guide])[1]:
-        if span.startswith("--"):
-            flag = span.split()[0]
-            assert re.search(rf"{re.escape(flag)}\b", options), f"{guide}: `{span}` is no option of the grader"
+    for section in sections(guides[guide]):
+        nbgrader_subcommands = {shlex.split(c)[1] for c in commands_in(section) if c.startswith("nbgrader ")}
+        for span in fenced_and_inline(section)[1]:
+            if span.startswith("--"):
+                flag = span.split()[0]
+                assert (re.search(rf"{re.escape(flag)}\b", options)
+                        or any(flag.split("=")[0] in nbgrader_options(sub) for sub in nbgrader_subcommands)), \
+                    f"{guide}: `{span}` is no option of the grader nor of an nbgrader command of its section"
 
 
 @pytest.mark.parametrize("guide", GUIDES)
@@ -131,14 +201,85 @@ def test_every_make_nbgrader_and_jupyter_command_exists(guide, guides):
 
 
 @pytest.mark.parametrize("guide", GUIDES)
+def test_every_nbgrader_command_has_the_options_it_is_given(guide, guides):
+    for command in commands_in(guides[guide]):
+        if command.startswith("nbgrader "):
+            assert not nbgrader_option_problems(command), f"{guide}: {nbgrader_option_problems(command)}"
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_every_config_line_sets_a_trait_nbgrader_has(guide, guides):
+    """`c.<Class>.<trait> = ...` in a python block: a misspelt one would be ignored without a word."""
+    for block in python_blocks(guides[guide]):
+        compile(block, guide, "exec")
+        for line in block.splitlines():
+            assert not config_problem(line), f"{guide}: {config_problem(line)}"
+
+
+def test_every_collector_expression_names_the_groups_zip_collect_needs(guides):
+    expressions = []
+    for block in python_blocks(guides["instructor-guide.md"]):
+        config = Config()
+        exec(block, {"c": config, "get_config": lambda: config})  # noqa: S102 (the guide's own config lines)
+        if "named_regexp" in config.FileNameCollectorPlugin:
+            expressions.append(re.compile(config.FileNameCollectorPlugin.named_regexp))
+    assert len(expressions) == 2, "the instructor guide shows one expression for Canvas and one for Moodle"
+    for expression in expressions:
+        assert {"student_id", "file_id"} <= set(expression.groupindex), expression.pattern
+
+
+@pytest.mark.parametrize(("line", "wrong"), [
+    ("c.Exchange.root = '/srv/nbgrader/exchange'", False),
+    ("c.FileNameCollectorPlugin.named_regexp = r'.*'", False),
+    ("c.Exchange.rooot = '/srv/nbgrader/exchange'", True),
+    ("c.Exchnge.root = '/srv/nbgrader/exchange'", True),
+    ("c.FileNameCollectorPlugin.name_regexp = r'.*'", True),
+])
+def test_the_config_check_refuses_what_nbgrader_would_ignore(line, wrong):
+    assert bool(config_problem(line)) == wrong
+
+
+@pytest.mark.parametrize(("command", "wrong"), [
+    ("nbgrader collect 03_masking --update", False),
+    ("nbgrader zip_collect 03_masking --force --FileNameCollectorPlugin.named_regexp=x", False),
+    ("nbgrader collect 03_masking --updte", True),
+    ("nbgrader release_assignment 03_masking --update", True),
+    ("nbgrader zip_collect 03_masking --FileNameCollectorPlugin.name_regexp=x", True),
+])
+def test_the_option_check_refuses_what_nbgrader_would_refuse(command, wrong):
+    assert bool(nbgrader_option_problems(command)) == wrong
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_every_release_tag_is_this_version(guide, guides):
+    """The guides name the tag to install from; it is the one the notebooks were released with."""
+    for tag in re.findall(r"\bv\d+\.\d+\.\d+\b", guides[guide]):
+        assert tag == f"v{VERSION}", f"{guide}: names the tag {tag}, but the course is v{VERSION}"
+
+
+def zip_collect_folders() -> dict[str, str]:
+    """The folders of nbgrader zip_collect (its defaults): `downloaded/<assignment>/archive/` and `.../extracted/`."""
+    from nbgrader.apps import ZipCollectApp
+
+    return {name: ZipCollectApp.class_traits()[name].default_value
+            for name in ("downloaded_directory", "archive_directory", "extracted_directory")}
+
+
+@pytest.mark.parametrize("guide", GUIDES)
 def test_every_path_exists_or_is_made_by_grading(guide, guides):
     generated, sources = made_by_grading(), autograder_sources()
+    zip_collect = zip_collect_folders()
     for named in paths_in(guides[guide]):
         path = named
         for placeholder, example in PLACEHOLDERS.items():
             path = path.replace(placeholder, example)
         top = path.split("/")[0]
-        if top in generated:  # made by grading: the code that writes it must name it
+        if top == zip_collect["downloaded_directory"]:  # the learning platform's downloads, ignored by git
+            assert f"\n{top}/\n" in (ROOT / ".gitignore").read_text(), f".gitignore does not name {top}/"
+            parts = [part for part in named.rstrip("/").split("/")[1:] if part != "<assignment>"]
+            assert set(parts) <= {zip_collect["archive_directory"], zip_collect["extracted_directory"]}, \
+                f"{guide}: `{named}` is no folder of nbgrader zip_collect"
+        elif top in generated:  # made by grading: the code that writes it must name it
             leaf = [part for part in named.rstrip("/").split("/") if "<" not in part][-1]
             assert leaf in sources, f"{guide}: `{named}`: nothing in autograder/ makes {leaf}"
         elif "<" in path:
