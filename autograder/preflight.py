@@ -105,15 +105,16 @@ def find_notebook(folder: Path, expected: Path) -> tuple[Path | None, str]:
 
 
 def _as_released(cell, original) -> bool:
-    """Whether `cell` is as some release gave it, though the current one (`original`) differs: nbgrader's checksum in
-    its metadata still matches it (a locked cell), or matches the current cell with its points (an answer cell)."""
+    """Whether `cell` is as some release gave it, though the current one (`original`) differs: the nbgrader checksum
+    in its metadata still matches it, or, for an answer cell (whose source is the student's), matches the current
+    cell with its points."""
     stored = _nbgrader(cell).get("checksum")
-    if not stored:
-        return False
-    with_its_points = copy.deepcopy(original)
-    with_its_points.metadata.nbgrader["points"] = _nbgrader(cell).get("points", 0)
+    candidates = [cell]
+    if _nbgrader(original).get("solution"):
+        candidates.append(copy.deepcopy(original))
+        candidates[-1].metadata.nbgrader["points"] = _nbgrader(cell).get("points", 0)
     try:
-        return stored in (compute_checksum(cell), compute_checksum(with_its_points))
+        return bool(stored) and stored in {compute_checksum(candidate) for candidate in candidates}
     except (KeyError, TypeError, ValueError):  # metadata too damaged to be a release's
         return False
 

@@ -151,8 +151,11 @@ def _snapshot(root: Path) -> dict:
                     gb.find_comment(WRITTEN, MASKING, MASKING, student.id).manual_comment,
                 }
     entries = Ledger(root / GRADING_DIR / "ledger.jsonl").entries()
+    with open(root / "reports" / "scores.csv") as f:
+        scores = {row["student"]: row for row in csv.DictReader(f)}
     return {"gradebook": submissions, "export": _grades_csv(root), "ledger": _ledger_count(root),
-            "reasons": {key: entry.reason for key, entry in entries.items()}}
+            "reasons": {key: entry.reason for key, entry in entries.items()}, "scores": scores,
+            "report": (root / "reports" / "class_report.md").read_text()}
 
 
 def _change_points(root: Path, cell: str, points: int) -> None:
@@ -327,3 +330,16 @@ def test_the_students_fetch_their_feedback(term):
         pages[who] = found[0].read_text()
     assert f"{MASKING} (Score: 10.0 / 12.0)" in pages["alice"]
     assert "Late submission penalty (Score: -10.0)" in pages["bob"]
+
+
+def test_the_class_report_counts_a_missing_hand_in_as_missing(term):
+    """Carol never handed in 01. The second round graded 03 alone; the report still covers the whole term."""
+    carol = term.students["carol"].name
+    for round_ in ("second", "third"):
+        scores, report = term.snapshots[round_]["scores"], term.snapshots[round_]["report"]
+        assert scores[carol][PE] == "missing" and scores[carol]["missing"] == "1", round_
+        assert f"- {carol} / {PE}" in report.split("## Missing hand-ins", 1)[1].split("\n## ", 1)[0], round_
+        assert PE in report.splitlines()[2] and MASKING in report.splitlines()[2], f"{round_}: {report.splitlines()[2]}"
+    final = term.snapshots["third"]["scores"][carol]
+    assert final[MASKING] == "10/10" and final["of"] == "16" and float(final["percent"]) == 62.5, \
+        "a perfect 03 and a missing 01 is 10 of 16 points, not 100%"
