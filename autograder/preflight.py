@@ -82,6 +82,12 @@ def latest_upload(folder: Path, expected: Path) -> tuple[Path, str]:
     return expected, f"handed in again as {newest.name}; graded that one"
 
 
+def _copy_of_graded(other: Path, graded: Path) -> bool:
+    """Whether `other` is what `graded` was copied from (before preflight repaired it, if it did)."""
+    before_repair = graded.with_name(graded.name + REPAIRED)
+    return other.read_bytes() in {graded.read_bytes(), before_repair.read_bytes() if before_repair.exists() else b""}
+
+
 def _free_name(path: Path) -> Path:
     number, candidate = 1, path
     while candidate.exists():
@@ -146,6 +152,10 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
         return result
     if note:
         result.notes.append(note)
+    ignored = [other.name for other in sorted(folder.glob("*.ipynb")) if other != path
+               and upload_number(other, path.stem) is None and not _copy_of_graded(other, path)]
+    if ignored:
+        result.notes.append(f"also in the folder, not graded: {', '.join(ignored)}")
     notebook, fatal = _read(path)
     if notebook is None:
         result.fatal = fatal

@@ -96,8 +96,9 @@ def config_problem(line: str) -> str:
 
 @functools.cache
 def nbgrader_options(subcommand: str) -> frozenset[str]:
-    """The flags and `--Class.trait` options that `nbgrader <subcommand> --help-all` lists."""
-    shown = subprocess.run([sys.executable, "-m", "nbgrader", subcommand, "--help-all"], capture_output=True,
+    """The flags and `--Class.trait` options that `nbgrader <subcommand> --help-all` lists (`subcommand` may be a
+    nested one: "db assignment add")."""
+    shown = subprocess.run([sys.executable, "-m", "nbgrader", *subcommand.split(), "--help-all"], capture_output=True,
                            text=True, env=environment(), cwd=ROOT, timeout=120)
     assert shown.returncode == 0, shown.stderr[-2000:]
     return frozenset(re.findall(r"^(--[\w.-]+)", shown.stdout, flags=re.M))
@@ -106,8 +107,10 @@ def nbgrader_options(subcommand: str) -> frozenset[str]:
 def nbgrader_option_problems(command: str) -> list[str]:
     """The options of `nbgrader <subcommand> ...` that the subcommand does not have."""
     words = shlex.split(command)
-    options = nbgrader_options(words[1])
-    return [f"`{command}`: nbgrader {words[1]} has no option {word}" for word in words[2:]
+    depth = 3 if words[1] == "db" else 1  # `nbgrader db student|assignment add|remove|list|import`
+    subcommand = " ".join(words[1:1 + depth])
+    options = nbgrader_options(subcommand)
+    return [f"`{command}`: nbgrader {subcommand} has no option {word}" for word in words[1 + depth:]
             if word.startswith("--") and word.split("=")[0] not in options]
 
 
@@ -118,6 +121,11 @@ def made_by_grading() -> list[str]:
     clean = re.search(r"^clean:\n\trm -rf (.+)$", makefile, flags=re.M)
     term = re.search(r"^TERM_FILES :?= (.+)$", makefile, flags=re.M)
     return clean.group(1).split() + (term.group(1).split() if term else [])
+
+
+def archive_folder() -> str:
+    """The folder `make new-term` moves a term's files into."""
+    return re.search(r"^new-term:\n\t@archive=(\w+)/", (ROOT / "Makefile").read_text(), flags=re.M).group(1)
 
 
 def autograder_sources() -> str:
@@ -245,6 +253,8 @@ def test_the_config_check_refuses_what_nbgrader_would_ignore(line, wrong):
     ("nbgrader collect 03_masking --updte", True),
     ("nbgrader release_assignment 03_masking --update", True),
     ("nbgrader zip_collect 03_masking --FileNameCollectorPlugin.name_regexp=x", True),
+    ('nbgrader db assignment add 03_masking --duedate="2026-12-04 17:00:00 UTC"', False),
+    ('nbgrader db assignment add 03_masking --due="2026-12-04 17:00:00 UTC"', True),
 ])
 def test_the_option_check_refuses_what_nbgrader_would_refuse(command, wrong):
     assert bool(nbgrader_option_problems(command)) == wrong
@@ -279,6 +289,8 @@ def test_every_path_exists_or_is_made_by_grading(guide, guides):
             parts = [part for part in named.rstrip("/").split("/")[1:] if part != "<assignment>"]
             assert set(parts) <= {zip_collect["archive_directory"], zip_collect["extracted_directory"]}, \
                 f"{guide}: `{named}` is no folder of nbgrader zip_collect"
+        elif top == archive_folder():  # where `make new-term` moves a term: students' files, ignored by git
+            assert f"\n{top}/\n" in (ROOT / ".gitignore").read_text(), f".gitignore does not name {top}/"
         elif top in generated:  # made by grading: the code that writes it must name it
             leaf = [part for part in named.rstrip("/").split("/") if "<" not in part][-1]
             assert leaf in sources, f"{guide}: `{named}`: nothing in autograder/ makes {leaf}"

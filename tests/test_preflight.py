@@ -54,13 +54,20 @@ def test_a_numbered_re_upload_is_graded_and_the_first_hand_in_kept(tmp_path):
         "the grader's own copy of a re-upload is no hand-in to keep"
 
 
-def test_without_a_re_upload_the_notebook_is_left_as_it_is(tmp_path):
+def test_without_a_re_upload_the_notebook_is_graded_as_it_is_and_others_are_named(tmp_path):
     folder = _folder(tmp_path)
     nbformat.write(_with_marker("only"), folder / f"{MASKING}.ipynb")
     nbformat.write(_with_marker("scratch"), folder / "my scratch.ipynb")
     before = (folder / f"{MASKING}.ipynb").read_bytes()
-    assert _check(folder).notes == []
+    assert _check(folder).notes == ["also in the folder, not graded: my scratch.ipynb"]
     assert (folder / f"{MASKING}.ipynb").read_bytes() == before
+
+
+def test_a_lone_notebook_under_another_name_is_graded_every_time_without_a_false_note(tmp_path):
+    folder = _folder(tmp_path)
+    nbformat.write(_with_marker("mine"), folder / "my work.ipynb")
+    assert _check(folder).notes == [f"handed in as my work.ipynb; graded as {MASKING}.ipynb"]
+    assert _check(folder).notes == [], "the second run sees the grader's own copy: nothing to say"
 
 
 @pytest.mark.parametrize("name, number", [("03_masking.ipynb", 0), ("03_masking-12.ipynb", 12),

@@ -343,3 +343,28 @@ def test_the_class_report_counts_a_missing_hand_in_as_missing(term):
     final = term.snapshots["third"]["scores"][carol]
     assert final[MASKING] == "10/10" and final["of"] == "16" and float(final["percent"]) == 62.5, \
         "a perfect 03 and a missing 01 is 10 of 16 points, not 100%"
+
+
+def test_make_clean_keeps_the_grades_and_new_term_deletes_nothing(tmp_path):
+    """`make clean` removes only what grading makes again; `make new-term` moves a whole term aside."""
+    shutil.copy(Path(__file__).parent.parent / "Makefile", tmp_path / "Makefile")
+    term_files = ["gradebook.db", "grades.csv", "submitted/alice/03_masking/03_masking.ipynb",
+                  "downloaded/03_masking/archive/canvas.zip", "autograded/alice/03_masking/03_masking.ipynb",
+                  "feedback/alice/03_masking/03_masking.html", "reports/class_report.md", "grading/ledger.jsonl"]
+    for name in term_files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    subprocess.run(["make", "clean"], cwd=tmp_path, check=True, capture_output=True)
+    kept = {name for name in term_files if (tmp_path / name).exists()}
+    assert kept == {"gradebook.db", "submitted/alice/03_masking/03_masking.ipynb",
+                    "downloaded/03_masking/archive/canvas.zip"}, "make clean keeps grades and hand-ins, only those"
+
+    for name in term_files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    moved = subprocess.run(["make", "new-term"], cwd=tmp_path, check=True, capture_output=True, text=True)
+    assert "nothing was deleted" in moved.stdout
+    archives = list((tmp_path / "archive").iterdir())
+    assert len(archives) == 1
+    for name in term_files:
+        assert not (tmp_path / name).exists() and (archives[0] / name).read_text() == name, name
