@@ -52,7 +52,7 @@ def _grade(args) -> None:
     for stray in stray_folders(ROOT):
         print(f"skipped {stray}: not a student")
     limits = Limits(args.cell_timeout, args.notebook_timeout or NOTEBOOK_TIME_LIMIT)
-    outcomes = grade(ROOT, assignments, jobs=args.jobs, quiet=True, limits=limits)
+    outcomes = grade(ROOT, assignments, jobs=args.jobs, quiet=True, limits=limits, scheduler=args.scheduler)
     print(score_table(outcomes))
     print(f"{len(outcomes)} submissions graded into {ROOT / 'gradebook.db'}; "
           f"{sum(1 for o in outcomes if o.reason)} need a look; feedback in {ROOT / 'feedback'}.")
@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     grading.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: every one handed in")
     grading.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at a time "
                          "(default: one per core)")
+    grading.add_argument("--scheduler", metavar="ADDRESS", default=None, help="grade on a Dask cluster: its "
+                         "scheduler's address (tcp://HOST:8786); the workers' threads decide how many notebooks run "
+                         "at once, and --jobs is not used (default: grade on this machine)")
     grading.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default: "
                          "nbgrader_config.py's Execute.timeout)")
     grading.add_argument("--notebook-timeout", type=float, default=None, help="seconds per whole notebook, after "

@@ -13,6 +13,7 @@ import re
 import shutil
 import time
 import warnings
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,10 +198,42 @@ def _finished(root: Path, ledger: Ledger, jobs: list[Job]) -> set[tuple[str, str
     return done
 
 
+def run_here(root: Path, todo: list[Job], template: Path, jobs: int, limits: Limits) -> Iterator[Job]:
+    """Autograde `todo` on this machine, `jobs` nbgrader processes at a time, each into a private gradebook copied
+    from `template`; yield each job as it finishes."""
+    threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
+    prepare(sorted({job.assignment for job in todo}))  # the reference's side of every hidden test
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        running = []
+        for job in todo:
+            job.database = worker_gradebook(template, template.parent, job.assignment, job.student)
+            running.append(pool.submit(autograde_one, root, job, threads, limits))
+        for future in as_completed(running):
+            yield future.result()
+
+
+def record(gb: Gradebook, ledger: Ledger, root: Path, job: Job) -> None:
+    """Write one finished job into the class gradebook (its merged grade, or a zero with its reason) and then
+    its ledger line; remove its private gradebook."""
+    summary = job.summary(root)  # reads the autograded notebook once
+    if job.reason:
+        record_zero(gb, job.assignment, job.student, summary)
+    else:
+        merge_submission(job.database, gb, job.assignment, job.student)
+    ledger.append(Entry(job.assignment, job.student, job.sha256, summary, job.seconds, job.release))
+    if job.database is not None:
+        job.database.unlink(missing_ok=True)
+
+
 def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True, show_progress: bool = True,
-          feedback: bool = True, limits: Limits = Limits()) -> list[Outcome]:
-    """Autograde every submission of `assignments` under `root` with `jobs` nbgrader processes at a time, then
-    generate feedback and export. Resumable: what the ledger records as graded is not graded again."""
+          feedback: bool = True, limits: Limits = Limits(), scheduler: str | None = None) -> list[Outcome]:
+    """Autograde every submission of `assignments` under `root` with `jobs` nbgrader processes at a time (or, with
+    `scheduler`, as tasks on that Dask cluster: autograder.cluster), then generate feedback and export.
+    Resumable: what the ledger records as graded is not graded again."""
+    client = None
+    if scheduler:
+        from autograder import cluster
+        client = cluster.connect(scheduler)  # before anything is written: a wrong address fails at once
     ledger = Ledger(root / GRADING_DIR / "ledger.jsonl")
     with gradebook(root) as gb:
         releases = {a: release_fingerprint(gb, a, judged_by(a)) for a in assignments}
@@ -217,8 +250,6 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     workspace = root / GRADING_DIR / "jobs"
     shutil.rmtree(workspace, ignore_errors=True)
     template = snapshot(root / "gradebook.db", workspace / "template.db")
-    threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
-    prepare(sorted({job.assignment for job in todo if not job.reason}))  # the reference's side of every hidden test
     bar = tqdm(total=len(todo), desc="autograding", unit="notebook", disable=not show_progress or not todo)
     with gradebook(root) as gb:
         for job in [j for j in todo if j.reason]:  # nbgrader cannot read these: a zero row, at once
@@ -226,25 +257,18 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             record_zero(gb, job.assignment, job.student, summary)
             ledger.append(Entry(job.assignment, job.student, job.sha256, summary, 0.0, job.release))
             bar.update()
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            running = []
-            for job in [j for j in todo if not j.reason]:
-                job.database = worker_gradebook(template, workspace, job.assignment, job.student)
-                running.append(pool.submit(autograde_one, root, job, threads, limits))
-            warned = False
-            for future in as_completed(running):  # only this thread writes gradebook.db
-                job = future.result()
-                if job.network and not warned:
-                    tqdm.write(f"warning: {job.network}; the guard still refuses Python's sockets")
-                    warned = True
-                summary = job.summary(root)  # reads the autograded notebook once
-                if job.reason:
-                    record_zero(gb, job.assignment, job.student, summary)
-                else:
-                    merge_submission(job.database, gb, job.assignment, job.student)
-                ledger.append(Entry(job.assignment, job.student, job.sha256, summary, job.seconds, job.release))
-                job.database.unlink(missing_ok=True)
-                bar.update()
+        gradable = [j for j in todo if not j.reason]
+        if client is None:
+            finished = run_here(root, gradable, template, jobs, limits)
+        else:
+            finished = cluster.run_on_cluster(client, root, gradable, template, limits)
+        warned = False
+        for job in finished:  # only this thread writes gradebook.db
+            if job.network and not warned:
+                tqdm.write(f"warning: {job.network}; the guard still refuses Python's sockets")
+                warned = True
+            record(gb, ledger, root, job)
+            bar.update()
     bar.close()
     shutil.rmtree(workspace, ignore_errors=True)
     graded = outcomes(root, wanted, ledger)
