@@ -30,13 +30,15 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
 class TokenAndPositionEmbedding(nn.Module):
     """Token embeddings scaled by sqrt(d_model), plus the sinusoidal positional encoding.
 
+    Attributes: embed, an nn.Embedding(vocab_size, d_model); max_len, the longest sequence it encodes (notebook
+    05's generate and 07's sample read it); pe, the (max_len, d_model) positional table, a buffer.
     forward(tokens): LongTensor (..., T) with T <= max_len  ->  float tensor (..., T, d_model)
     """
 
     def __init__(self, vocab_size: int, d_model: int, max_len: int):
         super().__init__()
+        self.max_len = max_len  # keep it: generate (05) and sample (07) read model.embedding.max_len
         self.d_model = d_model
-        self.max_len = max_len
         self.embed = nn.Embedding(vocab_size, d_model)
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 

@@ -103,7 +103,15 @@ def check_token_and_position_embedding(TokenAndPositionEmbedding) -> None:
     steps = [("has an `embed` submodule of the right size", build)]
     steps += [(f"matches the stored values on {d.type} in {str(t).removeprefix('torch.')} (max_len tokens included)",
                values_on(d, t)) for d in available_devices() for t in supported_dtypes(d)]
+    def keeps_max_len():
+        found = getattr(build(), "max_len", None)
+        if found != init["max_len"]:
+            fail(f"`self.max_len` is {found!r}, not {init['max_len']}: keep `self.max_len = max_len` as the stub gives "
+                 "it. `generate` (notebook 05) and `sample` (notebook 07) read `model.embedding.max_len` to crop "
+                 "the context.")
+
     steps += [("trains the embedding only (the positional table is a buffer)", only_embed_is_trained),
+              ("keeps `max_len`", keeps_max_len),
               ("raises ValueError for a sequence longer than max_len", too_long)]
     with stored_encoding_in_place_of_yours(TokenAndPositionEmbedding, fixture):
         run_steps("TokenAndPositionEmbedding", steps)

@@ -103,6 +103,19 @@ class embedding_persistent_buffer(EmbeddingWithTable):  # correct: the table sav
         return self.embed(tokens) * self.d_model ** 0.5 + self.pe[: tokens.shape[-1]]
 
 
+class embedding_without_max_len(nn.Module):  # the stub's `self.max_len` deleted: generate (05) cannot crop
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.d_model, self.limit = d_model, max_len
+        self.register_buffer("pe", reference_pe(max_len, d_model), persistent=False)
+
+    def forward(self, tokens):
+        if tokens.shape[-1] > self.limit:
+            raise ValueError(f"sequence longer than max_len={self.limit}")
+        return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
+
+
 class embedding_loops_variant(nn.Module):  # looks up each id read on the host, one at a time
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__()
@@ -185,6 +198,7 @@ MUTANTS = [
     ("TokenAndPositionEmbedding", embedding_table_not_a_buffer),
     ("TokenAndPositionEmbedding", embedding_rejects_max_len),
     ("TokenAndPositionEmbedding", embedding_trains_the_table),
+    ("TokenAndPositionEmbedding", embedding_without_max_len),
 ] + [("TokenAndPositionEmbedding", layer_over(wrong, scaled=False, calls_it_in=where))
      for wrong in WRONG_ENCODINGS for where in _LAYERS]
 

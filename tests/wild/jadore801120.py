@@ -41,7 +41,8 @@ def positional_encoding(max_len, d_model):
 
 
 # jadore801120/attention-is-all-you-need-pytorch, transformer/Models.py: `Encoder.forward`'s src_word_emb, scale_emb
-# and position_enc with `PositionalEncoding` (its pos_table buffer 2-D; the max_len ValueError added).
+# and position_enc with `PositionalEncoding` (its pos_table buffer 2-D; the max_len ValueError and the stub's
+# self.max_len added).
 class TokenAndPositionEmbedding(nn.Module):
 
     def __init__(self, vocab_size, d_model, max_len):
@@ -50,6 +51,7 @@ class TokenAndPositionEmbedding(nn.Module):
         self.embed = nn.Embedding(n_src_vocab, d_model)
         self.d_model = d_model
         self.n_position = n_position
+        self.max_len = max_len  # the exercise's stub line, kept
         # Not a parameter
         self.register_buffer('pos_table', positional_encoding(n_position, d_model))
 
