@@ -9,6 +9,8 @@ import torch
 from course.about import NOTEBOOKS, builds_on
 from course.device import pick_device
 
+_assignment_set_up: str | None = None  # the notebook whose set-up cell ran in this kernel, for use_drive()
+
 
 def in_colab() -> bool:
     return "google.colab" in sys.modules
@@ -30,28 +32,57 @@ def device_report(device: torch.device) -> str:
 
 
 def carryover_report(assignment: str) -> str | None:
-    """For Colab: which earlier notebooks `assignment` builds on, and how to make the missing ones reachable."""
+    """For Colab: which earlier notebooks `assignment` builds on, which were found in Google Drive (and which
+    copy), and how to reach the missing ones; None when it builds on none."""
     needed = builds_on(assignment)
     if not needed:
         return None
-    from course.carryover import locate  # carryover imports this module
+    # carryover imports this module
+    from course.carryover import USE_DRIVE, describe_drive_copy, drive_mounted, in_drive, locate
 
-    missing = [f"{name}.ipynb" for name in needed if locate(name) is None]
+    found = {name: locate(name) for name in needed}
+    missing = ", ".join(f"{name}.ipynb" for name, path in found.items() if path is None)
+    from_drive = [f"  {name}: from your Drive, {describe_drive_copy(path)}"
+                  for name, path in found.items() if path is not None and in_drive(path)]
     builds = f"This notebook builds on your own notebooks {', '.join(needed)}"
+    upload = (f"upload your own copies (in each: File > Download > .ipynb) to {os.getcwd()} with the Files pane "
+              f"on the left, named exactly as listed; then run this cell again.")
     if not missing:
-        return f"{builds}: all found."
-    return (f"{builds}. Missing here: {', '.join(missing)}. Upload your own copies (in each: File > Download "
-            f"> .ipynb) to {os.getcwd()} with the Files pane on the left, named exactly as listed, or mount "
-            f"Google Drive and %cd to the folder that holds them; then run this cell again.")
+        lines = [f"{builds}: all found."]
+    elif drive_mounted():
+        lines = [f"{builds}. Missing here and in your Google Drive: {missing}. Open each in Colab and save it "
+                 f"there (File > Save a copy in Drive), or {upload}"]
+    else:
+        lines = [f"{builds}. Missing here: {missing}. If you saved your work in Colab, it is in your Google Drive: "
+                 f"run `{USE_DRIVE}` in a new cell and allow access, then run the cells below it. Or {upload}"]
+    return "\n".join(lines + from_drive)
+
+
+def use_drive(assignment: str | None = None) -> None:
+    """In Colab: mount Google Drive (Colab asks the student's permission) so that the earlier notebooks saved
+    there are found, and print which were found, where. `assignment` defaults to the notebook set up here."""
+    if not in_colab():
+        print("use_drive() is for Colab. Here, keep each notebook in its own folder, the folders side by side.")
+        return
+    from course.carryover import drive_mounted, mount_drive
+
+    if not drive_mounted():
+        mount_drive()
+    assignment = assignment or _assignment_set_up
+    report = carryover_report(assignment) if assignment else None
+    print(report or "Google Drive is mounted: your earlier notebooks saved there will be found.")
 
 
 def setup_notebook(assignment: str | None = None, seed: int = 0) -> torch.device:
     """Seed the random generators, report where the notebook runs, and return the device to use.
 
-    In Colab, `assignment` (the notebook's name) also lets it say which earlier notebooks must be uploaded.
+    In Colab, `assignment` (the notebook's name) also lets it say which earlier notebooks it builds on
+    are missing, and how to find them in Google Drive (`use_drive`) or upload them.
     """
     if assignment is not None and assignment not in NOTEBOOKS:
         raise ValueError(f"There is no notebook {assignment!r}; the notebooks are {', '.join(NOTEBOOKS)}.")
+    global _assignment_set_up
+    _assignment_set_up = assignment
     torch.manual_seed(seed)
     device = pick_device()
     where = "Colab" if in_colab() else "this machine"
