@@ -43,6 +43,21 @@ PREINSTALLED = ["torch", "numpy", "matplotlib", "ipywidgets", "tqdm", "ipykernel
 BUILD_BACKEND = ["setuptools"]
 
 
+# Stand-in for Colab's `google.colab.drive`: mount() makes the test's Drive, the folder FAKE_DRIVE_CONTENTS,
+# appear as <mountpoint>/MyDrive, as Colab's does once the student allows access.
+FAKE_DRIVE_MODULE = textwrap.dedent('''\
+    """Stand-in for `google.colab.drive` (a test): mount() copies FAKE_DRIVE_CONTENTS to <mountpoint>/MyDrive."""
+    import os
+    import shutil
+    from pathlib import Path
+
+
+    def mount(mountpoint, force_remount=False, **kwargs):
+        shutil.copytree(os.environ["FAKE_DRIVE_CONTENTS"], Path(mountpoint) / "MyDrive", dirs_exist_ok=True)
+        print(f"Mounted at {mountpoint}")
+    ''')
+
+
 def _name(requirement: str) -> str:
     return re.split(r"[=<>!~;\[ ]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
 
@@ -142,7 +157,8 @@ class Runtime:
             """))
         fake = scratch / "colab_modules" / "google" / "colab"
         fake.mkdir(parents=True)
-        (fake / "__init__.py").write_text('"""Stand-in for Colab\'s `google.colab` (a test: nothing in it works)."""\n')
+        (fake / "__init__.py").write_text('"""Stand-in for Colab\'s `google.colab` (a test: only `drive` works)."""\n')
+        (fake / "drive.py").write_text(FAKE_DRIVE_MODULE)
         startup = scratch / "ipython" / "profile_default" / "startup"
         startup.mkdir(parents=True)
         (startup / "00-colab.py").write_text(

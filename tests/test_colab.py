@@ -5,9 +5,12 @@ nothing from the network), and then the notebook's own cells and checks, as "Run
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sys
 import types
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -16,9 +19,11 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.util import run_sync
 
-from autograder.demo.submissions import write_submission
+from autograder.demo.submissions import answered, solution_sources, write_submission
 from autograder.paths import RELEASE, SOURCE, notebook_path
+from course import carryover, notebook_setup, use_drive
 from course.about import REPO_URL, VERSION, builds_on
+from course.carryover import EarlierNotebookMissing, from_earlier, locate
 from course.notebook_setup import setup_notebook
 from tests import colab_runtime
 from tests.notebooks import grade_id, text_of
@@ -45,10 +50,13 @@ def runtime(tmp_path_factory):
     assert not colab_runtime.course_installed()
 
 
-def open_in_colab(runtime, notebook, content: Path, uploads=(), stop_after: str | None = None) -> dict:
+def open_in_colab(runtime, notebook, content: Path, uploads=(), stop_after: str | None = None,
+                  drive: Path | None = None, after_setup: str | None = None) -> dict:
     """Open `notebook` in a fresh runtime whose /content is `content` holding `uploads` (the student's own
     earlier notebooks, by assignment), run its code cells in order up to `stop_after` (default: all), and
-    return `grade_id -> cell` with the probes' cells as "before" and "after"."""
+    return `grade_id -> cell` with the probes' cells as "before" and "after". `drive` is what the student's
+    Google Drive holds once mounted (at content/drive/MyDrive); `after_setup` is a cell the student adds
+    below the set-up cell, returned as "after_setup"."""
     colab_runtime.uninstall_course()  # fresh: neither the course nor the texts
     assert not colab_runtime.course_installed()
     content.mkdir(parents=True)
@@ -59,6 +67,8 @@ def open_in_colab(runtime, notebook, content: Path, uploads=(), stop_after: str 
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cells.append(cell)
+            if grade_id(cell) == "setup" and after_setup is not None:
+                cells.append(nbformat.v4.new_code_cell(after_setup, metadata={"nbgrader": {"grade_id": "after_setup"}}))
             if grade_id(cell) == stop_after:
                 break
     else:
@@ -66,8 +76,11 @@ def open_in_colab(runtime, notebook, content: Path, uploads=(), stop_after: str 
     run = nbformat.v4.new_notebook(cells=cells, metadata=notebook.metadata)
     km = AsyncKernelManager(kernel_name="colab-runtime", kernel_spec_manager=runtime.kernel_spec_manager())
     client = NotebookClient(run, km=km, timeout=600, allow_errors=True, resources={"metadata": {"path": str(content)}})
+    # Drive as Colab mounts it under /content, never this machine's own; unmounted until the student asks.
+    env = {**runtime.env, "COURSE_DRIVE": str(content / "drive" / "MyDrive"),
+           "FAKE_DRIVE_CONTENTS": str(drive or content / "no-drive-in-this-test")}
     try:
-        with client.setup_kernel(env=runtime.env):
+        with client.setup_kernel(env=env):
             for index, cell in enumerate(run.cells):
                 client.execute_cell(cell, index)
     finally:
@@ -148,11 +161,42 @@ def test_notebook_05_says_plainly_which_earlier_notebooks_to_upload(runtime, tmp
     cells = open_in_colab(runtime, nbformat.read(notebook_path(RELEASE, "05_transformer"), 4), content,
                           uploads=["01_positional_encoding"], stop_after="carryover")
     printed = assert_fresh_colab_setup(cells)
-    assert "Missing here: 03_masking.ipynb, 04_attention_block.ipynb. Upload your own copies" in printed, printed
-    assert "mount Google Drive" in printed and str(content) in printed
+    assert ("Missing here: 03_masking.ipynb, 04_attention_block.ipynb. If you saved your work in Colab, it is in "
+            f"your Google Drive: run `{carryover.USE_DRIVE}` in a new cell") in printed, printed
+    assert f"Or upload your own copies (in each: File > Download > .ipynb) to {content}" in printed
     assert list(errors(cells)) == ["carryover"]
     error = errors(cells)["carryover"]
     assert error.startswith("EarlierNotebookMissing") and "upload your 03_masking.ipynb" in error, error
+    assert carryover.USE_DRIVE in error
+
+
+def test_notebook_04_finds_the_newest_03_in_drive_after_one_step(runtime, tmp_path):
+    """No uploads: the set-up cell says how to use Drive; the one cell it names mounts Drive, where Colab saved
+    two copies of 03; the newer, which is right, carries over (the older ignores the mask: 04's check fails)."""
+    cloud = tmp_path / "cloud"
+    older = save_in_drive(cloud, "Colab Notebooks/Copy of 03_masking.ipynb", solved_03(ignoring_the_mask=True),
+                          saved=datetime(2026, 11, 13, 9, 30, tzinfo=timezone.utc))
+    save_in_drive(cloud, "Colab Notebooks/Copy of 03_masking (1).ipynb", solved_03(),
+                  saved=datetime(2026, 11, 20, 14, 2, tzinfo=timezone.utc))
+    solved = tmp_path / "04_attention_block.ipynb"
+    write_submission("demo_perfect", notebook_path(RELEASE, "04_attention_block"),
+                     notebook_path(SOURCE, "04_attention_block"), solved)
+    cells = open_in_colab(runtime, nbformat.read(solved, 4), tmp_path / "content", drive=cloud,
+                          after_setup=carryover.USE_DRIVE)
+    assert not errors(cells), errors(cells)
+    printed = assert_fresh_colab_setup(cells)
+    assert "Missing here: 03_masking.ipynb. If you saved your work in Colab, it is in your Google Drive" in printed
+    newest = "Colab Notebooks/Copy of 03_masking (1).ipynb, saved 2026-11-20 14:02 UTC"
+    assert text_of(cells["after_setup"]).endswith(
+        f"This notebook builds on your own notebooks 03_masking: all found.\n  03_masking: from your Drive, {newest}\n"
+    ), text_of(cells["after_setup"])
+    assert text_of(cells["carryover"]).strip() == f"Using your 03_masking from Drive: {newest}.", text_of(cells["carryover"])
+    assert "carried over: ['03_masking']" in text_of(cells["after"])
+    checks = check_cells(cells)
+    assert len(checks) == 4
+    for name, text in checks.items():
+        assert re.search(r"🎉 \w+: all checks passed", text) and "✘" not in text, (name, text)
+    assert older.exists()
 
 
 # What the set-up cell prints, without a runtime (these run wherever the tests run).
@@ -164,18 +208,151 @@ def test_outside_colab_the_setup_cell_reports_only_the_device(monkeypatch, capsy
     assert re.fullmatch(r"Running on this machine with torch \S+; device: (CPU|GPU \(.+\))\.\n", capsys.readouterr().out)
 
 
-def test_in_colab_the_setup_cell_names_every_earlier_notebook_and_which_are_missing(monkeypatch, capsys, tmp_path):
-    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
-    content = tmp_path / "content"
-    content.mkdir()
-    (content / "05_transformer.ipynb").write_text("{}")  # uploaded; 06 needs 05 and, through it, 01, 03 and 04
-    monkeypatch.chdir(content)
+def test_in_colab_the_setup_cell_names_every_earlier_notebook_and_which_are_missing(colab, capsys):
+    (colab.content / "05_transformer.ipynb").write_text("{}")  # uploaded; 06 needs 05 and, through it, 01, 03 and 04
     setup_notebook("06_reversal")
     printed = capsys.readouterr().out
     assert re.search(r"^Running on Colab with torch \S+; device: (CPU \(no GPU in this runtime; for one: Runtime > "
                      r"Change runtime type > a GPU\)|GPU \(.+\))\.$", printed, re.M), printed
     assert ("This notebook builds on your own notebooks 01_positional_encoding, 03_masking, 04_attention_block, "
             "05_transformer. Missing here: 01_positional_encoding.ipynb, 03_masking.ipynb, 04_attention_block.ipynb. "
-            f"Upload your own copies (in each: File > Download > .ipynb) to {content}") in printed
+            f"If you saved your work in Colab, it is in your Google Drive: run `{carryover.USE_DRIVE}` in a new cell "
+            "and allow access, then run the cells below it. Or upload your own copies (in each: File > Download > "
+            f".ipynb) to {colab.content}") in printed
     setup_notebook("02_attention")  # builds on nothing: only the device line
     assert capsys.readouterr().out.count("\n") == 1
+
+
+# Google Drive, in process: the fake `google.colab.drive` of the simulated runtime, Drive at a tmp folder.
+
+SAVED_EARLIER = datetime(2026, 11, 13, 9, 30, tzinfo=timezone.utc)
+SAVED_LATER = datetime(2026, 11, 20, 14, 2, tzinfo=timezone.utc)
+
+
+def solved_03(ignoring_the_mask: bool = False):
+    """Notebook 03 solved; `ignoring_the_mask`: its masked_attention and causal_mask are wrong."""
+    edits = {"masked_attention": [("if mask is not None:", "if False:")],
+             "causal_mask": [("key_position <= query_position", "key_position < query_position")]}
+    return answered(notebook_path(RELEASE, "03_masking"), solution_sources(notebook_path(SOURCE, "03_masking")),
+                    edits if ignoring_the_mask else None)
+
+
+def save_in_drive(drive: Path, relative: str, notebook, saved: datetime) -> Path:
+    """Write `notebook` at `drive/relative`, last modified at `saved`, as Drive shows a notebook saved then."""
+    path = drive / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
+    os.utime(path, (saved.timestamp(), saved.timestamp()))
+    return path
+
+
+def mask_is_right(causal_mask) -> bool:
+    return bool(causal_mask(3).diagonal().all())
+
+
+@pytest.fixture
+def colab(monkeypatch, tmp_path):
+    """This process as a fresh Colab runtime: `google.colab` with the simulated runtime's fake `drive` imported,
+    /content (the working folder) empty, Drive not mounted; mounting it shows `cloud` at content/drive/MyDrive."""
+    drive = types.ModuleType("google.colab.drive")
+    exec(colab_runtime.FAKE_DRIVE_MODULE, drive.__dict__)
+    google_colab = types.ModuleType("google.colab")
+    google_colab.drive = drive
+    monkeypatch.setitem(sys.modules, "google.colab", google_colab)
+    monkeypatch.setitem(sys.modules, "google.colab.drive", drive)
+    content, cloud = tmp_path / "content", tmp_path / "cloud"
+    content.mkdir()
+    cloud.mkdir()
+    monkeypatch.chdir(content)
+    monkeypatch.setattr(carryover, "DRIVE", content / "drive" / "MyDrive")
+    monkeypatch.setattr(notebook_setup, "_assignment_set_up", None)
+    monkeypatch.setenv("FAKE_DRIVE_CONTENTS", str(cloud))
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    return types.SimpleNamespace(content=content, cloud=cloud, mounted=content / "drive" / "MyDrive")
+
+
+def test_before_drive_is_mounted_the_report_and_the_error_say_how_to_use_it(colab, capsys):
+    save_in_drive(colab.cloud, "Colab Notebooks/Copy of 03_masking.ipynb", solved_03(), SAVED_LATER)
+    setup_notebook("04_attention_block")
+    assert (f"Missing here: 03_masking.ipynb. If you saved your work in Colab, it is in your Google Drive: run "
+            f"`{carryover.USE_DRIVE}` in a new cell and allow access") in capsys.readouterr().out
+    with pytest.raises(EarlierNotebookMissing) as error:
+        from_earlier("03_masking", "masked_attention")
+    assert f"in Colab, run `{carryover.USE_DRIVE}` to find it in your Google Drive, or upload" in str(error.value)
+
+
+@pytest.mark.parametrize("newer", ["Copy of 03_masking.ipynb", "Copy of 03_masking (1).ipynb"])
+def test_use_drive_mounts_it_and_the_newest_copy_carries_over(colab, capsys, newer):
+    older = ({"Copy of 03_masking.ipynb", "Copy of 03_masking (1).ipynb"} - {newer}).pop()
+    save_in_drive(colab.cloud, f"Colab Notebooks/{older}", solved_03(ignoring_the_mask=True), SAVED_EARLIER)
+    save_in_drive(colab.cloud, f"Colab Notebooks/{newer}", solved_03(), SAVED_LATER)
+    setup_notebook("04_attention_block")
+    capsys.readouterr()
+    use_drive()
+    newest = f"Colab Notebooks/{newer}, saved 2026-11-20 14:02 UTC"
+    assert capsys.readouterr().out == (
+        f"Mounted at {colab.mounted.parent}\nThis notebook builds on your own notebooks 03_masking: all found.\n"
+        f"  03_masking: from your Drive, {newest}\n")
+    causal_mask = from_earlier("03_masking", "causal_mask")
+    assert capsys.readouterr().out == f"Using your 03_masking from Drive: {newest}.\n"
+    assert mask_is_right(causal_mask) and causal_mask.__module__ == "earlier_03_masking"
+
+
+def test_a_drive_the_student_mounted_is_searched_with_no_step(colab):
+    shutil.copytree(colab.cloud, colab.mounted)  # as `drive.mount("/content/drive")` in a cell of their own
+    copy = save_in_drive(colab.mounted, "Colab Notebooks/03_masking.ipynb", solved_03(), SAVED_LATER)
+    assert locate("03_masking") == copy
+    assert mask_is_right(from_earlier("03_masking", "causal_mask"))
+
+
+@pytest.mark.parametrize("name, found", [
+    ("03_masking.ipynb", True), ("Copy of 03_masking.ipynb", True), ("Copy of 03_masking (12).ipynb", True),
+    ("03_masking (1).ipynb", True), ("03_masking_old.ipynb", False), ("Copy of 04_attention_block.ipynb", False),
+    ("Copy of Copy of 03_masking.ipynb", False), ("03_masking.ipynb.bak", False), ("Copy of 03_masking(1).ipynb", False),
+])
+def test_the_names_a_copy_may_have_in_drive(colab, name, found):
+    colab.mounted.mkdir(parents=True)
+    save_in_drive(colab.mounted, f"Colab Notebooks/{name}", solved_03(), SAVED_LATER)
+    assert (locate("03_masking") is not None) is found
+
+
+def test_colab_notebooks_comes_first_then_the_rest_of_drive_within_bounds(colab, monkeypatch):
+    colab.mounted.mkdir(parents=True)
+    in_colab_folder = save_in_drive(colab.mounted, "Colab Notebooks/Copy of 03_masking.ipynb", solved_03(), SAVED_EARLIER)
+    elsewhere = save_in_drive(colab.mounted, "course/03_masking/03_masking.ipynb", solved_03(), SAVED_LATER)
+    assert locate("03_masking") == in_colab_folder  # though the other is newer
+    in_colab_folder.unlink()
+    assert locate("03_masking") == elsewhere
+    elsewhere.unlink()
+    save_in_drive(colab.mounted, ".Trash/03_masking.ipynb", solved_03(), SAVED_LATER)
+    save_in_drive(colab.mounted, "node_modules/03_masking.ipynb", solved_03(), SAVED_LATER)
+    save_in_drive(colab.mounted, "a/b/c/d/e/03_masking.ipynb", solved_03(), SAVED_LATER)
+    assert locate("03_masking") is None
+    monkeypatch.setattr(carryover, "DRIVE_DEPTH", 5)
+    assert locate("03_masking") == colab.mounted / "a/b/c/d/e/03_masking.ipynb"
+    monkeypatch.setattr(carryover, "DRIVE_FOLDERS", 3)  # the walk stops before it gets there
+    assert locate("03_masking") is None
+
+
+def test_a_notebook_in_the_folder_comes_before_drive(colab):
+    shutil.copytree(colab.cloud, colab.mounted)
+    save_in_drive(colab.mounted, "Colab Notebooks/Copy of 03_masking.ipynb", solved_03(), SAVED_LATER)
+    nbformat.write(solved_03(ignoring_the_mask=True), colab.content / "03_masking.ipynb")
+    assert locate("03_masking") == (colab.content / "03_masking.ipynb").resolve()
+    assert not mask_is_right(from_earlier("03_masking", "causal_mask"))
+
+
+def test_a_drive_without_the_notebook_says_how_to_save_it_there(colab, capsys):
+    setup_notebook("04_attention_block")
+    capsys.readouterr()
+    use_drive()
+    assert ("Missing here and in your Google Drive: 03_masking.ipynb. Open each in Colab and save it there "
+            "(File > Save a copy in Drive), or upload your own copies") in capsys.readouterr().out
+    with pytest.raises(EarlierNotebookMissing, match=r"your Google Drive \(.*\), as 03_masking.ipynb or Copy of"):
+        from_earlier("03_masking", "masked_attention")
+
+
+def test_outside_colab_use_drive_mounts_nothing(monkeypatch, capsys):
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    use_drive()
+    assert capsys.readouterr().out.startswith("use_drive() is for Colab.")
