@@ -57,3 +57,85 @@ def test_the_heads_figure_shows_untrained_heads_nearly_uniform_then_sharpened(fi
     largest = [float(line.split("largest weight is ")[1].split()[0]) for line in lines]
     assert lines[0].startswith("as initialised") and largest[0] < 0.3 < 0.5 < largest[1]
     assert len(figures[0].axes) >= 8, "two rows of four heads"
+
+
+def best_mirror_weight(printed: str) -> float:
+    """The value of the clearest head, from the last line show_trained_attention prints."""
+    return float(printed.strip().splitlines()[-1].rsplit("with ", 1)[1].rstrip("."))
+
+
+def small_reversal_model(seed: int):
+    """A one-layer DecoderOnlyTransformer for reversal of 4 tokens out of 6, untrained."""
+    from autograder.reference.transformer import DecoderOnlyTransformer
+
+    torch.manual_seed(seed)
+    return DecoderOnlyTransformer(vocab_size=6, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=8)
+
+
+@pytest.fixture
+def one_thread():
+    """Torch on one thread: on a busy two-core machine its threads fight and training runs ten times slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_trained_attention_figure_finds_the_mirror_after_training_and_not_before(figures, capsys, one_thread):
+    """Notebook 06's model and training run (seed 0, 1000 steps; about 10 s on one core)."""
+    from autograder.reference.reversal import reversal_batch, train_reversal
+    from autograder.reference.transformer import DecoderOnlyTransformer
+
+    torch.manual_seed(0)
+    model = DecoderOnlyTransformer(vocab_size=10, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=12)
+    batch = reversal_batch(200, 6, 10, generator=torch.Generator().manual_seed(1))
+    plots.show_trained_attention(model, batch, half_len=6)
+    untrained = best_mirror_weight(capsys.readouterr().out)
+    train_reversal(model, 1000, batch_size=64, half_len=6, vocab_size=10, lr=5e-3)
+    plots.show_trained_attention(model, batch, half_len=6)
+    trained = best_mirror_weight(capsys.readouterr().out)
+    assert untrained < 0.4 and trained > 0.5, (untrained, trained)
+    assert len(figures) == 2 and len(figures[1].axes) >= 8, "one map per head and layer"
+    assert model.training and not model.blocks[0].attn._forward_hooks, "mode restored, hooks removed"
+
+
+def test_the_trained_attention_figure_removes_its_hooks_when_the_model_fails(figures):
+    model = small_reversal_model(seed=0).eval()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug after the attention")
+
+    model.lm_head.forward = broken
+    with pytest.raises(RuntimeError):
+        plots.show_trained_attention(model, torch.zeros(2, 8, dtype=torch.long), half_len=4)
+    assert not model.blocks[0].attn._forward_hooks and not model.training
+
+
+class BlocksWithoutAttn(torch.nn.Module):
+    """A model with `blocks` whose submodules are named otherwise than `attn`."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([torch.nn.Linear(8, 8)])
+
+    def forward(self, tokens):
+        return self.blocks[0](tokens.float())
+
+
+@pytest.mark.parametrize("model", [torch.nn.Linear(8, 8), BlocksWithoutAttn()], ids=["no blocks", "no attn"])
+def test_the_trained_attention_figure_explains_a_model_without_attention_blocks(model, figures, capsys):
+    plots.show_trained_attention(model, torch.zeros(2, 8, dtype=torch.long), half_len=4)
+    assert capsys.readouterr().out.startswith("⏳") and not figures
+
+
+def test_the_trained_attention_figure_waits_for_an_unwritten_model(figures, capsys):
+    class Unwritten(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = small_reversal_model(seed=0).blocks
+
+        def forward(self, tokens):
+            raise NotImplementedError
+
+    plots.show_trained_attention(Unwritten(), torch.zeros(2, 8, dtype=torch.long), half_len=4)
+    assert capsys.readouterr().out.startswith("⏳") and not figures
