@@ -9,7 +9,7 @@ seconds. The grader process alone writes them: gradebook.db, autograded/ and the
 
 A worker that dies mid-task loses nothing: the scheduler gives the task to another worker. A task that finally
 fails (`KilledWorker` after the scheduler's allowed failures, or any exception) comes back as a job with a
-reason, which the grader records as a zero with that reason.
+reason, which the grader records as a zero with that reason; the next grading run tries it again.
 
 A Dask nanny starts its worker as a daemonic process, and Python forbids a daemonic process children; grading
 starts each job from a forkserver (autograder.autograde_process), so the task clears that flag in its worker
@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from autograder.grading import Job, Limits, autograde_one
+from autograder.grading import TRY_AGAIN, Job, Limits, autograde_one
 from autograder.paths import copy_course, notebook_path
 
 CONNECT_SECONDS = 10  # how long the grader tries to reach the scheduler before it gives up
@@ -129,7 +129,7 @@ def _collect(root: Path, job: Job, future, workspace: Path) -> Job:
     try:
         result = future.result()
     except Exception as exc:  # noqa: BLE001: any failure of the task is this submission's reason, never a crash
-        job.reason = f"the cluster could not grade it ({type(exc).__name__}: {str(exc)[:200]}); graded 0"
+        job.reason = f"the cluster could not grade it ({type(exc).__name__}: {str(exc)[:200]}); graded 0; {TRY_AGAIN}"
         return job
     autograded = notebook_path(root / "autograded" / job.student, job.assignment)
     shutil.rmtree(autograded.parent, ignore_errors=True)  # as nbgrader's --force does

@@ -40,6 +40,8 @@ NOTEBOOK_TIME_LIMIT = 900
 # Memory each process of one notebook's grading may allocate; past it an allocation fails in that kernel alone.
 MEMORY_LIMIT_MB = 3072
 GRADING_DIR = "grading"  # under the course root: the ledger, and the private gradebooks of running jobs
+# Ends the reason of a grade the grader itself failed to make (not the student's doing): the next run grades it again.
+TRY_AGAIN = "the next grading run tries again"
 
 
 @dataclass
@@ -172,7 +174,7 @@ def autograde_one(root: Path, job: Job, threads: int, limits: Limits = Limits())
             job.notes += verify(notebook_path(root / "autograded" / job.student, job.assignment), job.assignment,
                                 job.student, records, job.database)
     except Exception as exc:  # noqa: BLE001: a verdict the grader cannot reach must not count the kernel's word
-        job.reason = f"the grader could not verify it ({type(exc).__name__}: {exc}); grade it again"
+        job.reason = f"the grader could not verify it ({type(exc).__name__}: {exc}); graded 0; {TRY_AGAIN}"
     records.with_suffix(".log").unlink(missing_ok=True)
     shutil.rmtree(records, ignore_errors=True)
     job.seconds = time.perf_counter() - started
@@ -193,6 +195,8 @@ def _finished(root: Path, ledger: Ledger, jobs: list[Job]) -> set[tuple[str, str
             except MissingEntry:
                 continue
             autograded = notebook_path(root / "autograded" / job.student, job.assignment)
+            if TRY_AGAIN in entry.reason:
+                continue
             if entry.reason or autograded.exists():
                 done.add((job.assignment, job.student))
     return done

@@ -1,4 +1,5 @@
 """`python -m autograder grade`: parallel jobs merged into one sound gradebook, and a killed run that resumes."""
+import dataclasses
 import json
 import os
 import shutil
@@ -11,7 +12,7 @@ import time
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import STUDENTS
-from autograder.grading import GRADING_DIR
+from autograder.grading import GRADING_DIR, TRY_AGAIN
 from autograder.ledger import Ledger
 from course.about import NOTEBOOKS
 from tests.conftest import copy_course, run_autograder
@@ -103,3 +104,20 @@ def test_grading_without_a_release_or_submissions_says_what_to_do(tmp_path):
     assert empty.returncode != 0 and "Nothing is handed in" in empty.stderr
     unknown = run_autograder(root, "grade", "08_nothing")
     assert unknown.returncode != 0 and "No assignment 08_nothing" in unknown.stderr
+
+
+def test_a_grade_the_grader_failed_to_make_is_tried_again(demo_class, tmp_path):
+    """A zero the grader gave because it failed itself (a verdict it could not reach, a task the cluster gave up on)
+    is no grade: the next run grades that submission again, and only that one."""
+    demo_root, _ = demo_class
+    root = tmp_path / "course"
+    shutil.copytree(demo_root, root)
+    ledger = root / GRADING_DIR / "ledger.jsonl"
+    failed = Ledger(ledger).entries()[("01_positional_encoding", "demo_perfect")]
+    Ledger(ledger).append(dataclasses.replace(failed, reason=f"the cluster could not grade it (KilledWorker: ...); "
+                                                             f"graded 0; {TRY_AGAIN}"))
+    before = _complete_lines(ledger)
+    again = run_autograder(root, "grade", "01_positional_encoding", "--jobs", "2")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _complete_lines(ledger)[len(before):] == [("01_positional_encoding", "demo_perfect")]
+    assert TRY_AGAIN not in Ledger(ledger).entries()[("01_positional_encoding", "demo_perfect")].reason
