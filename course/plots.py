@@ -14,7 +14,7 @@ def _not_written(name: str) -> None:
 def heatmap(ax, matrix: torch.Tensor, title: str, xlabel: str, ylabel: str, cmap="RdBu_r",
             xticklabels=None, yticklabels=None, colorbar=True, **kwargs):
     """Draw a 2-D tensor `(rows, cols)` on `ax` with labelled axes."""
-    image = ax.imshow(matrix.detach().to("cpu", torch.float32), cmap=cmap, aspect="auto", **kwargs)
+    image = ax.imshow(matrix.detach().to("cpu", torch.float32).numpy(), cmap=cmap, aspect="auto", **kwargs)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     if xticklabels is not None:
         ax.set_xticks(range(len(xticklabels)), xticklabels, rotation=45, ha="right")
