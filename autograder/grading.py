@@ -69,17 +69,18 @@ def not_a_student(name: str) -> str:
     return ""
 
 
-def students_in(root: Path) -> list[str]:
+def _submitted_folders(root: Path) -> list[str]:
     submitted = root / "submitted"
-    folders = [p.name for p in submitted.iterdir() if p.is_dir()] if submitted.exists() else []
-    return sorted(name for name in folders if not not_a_student(name))
+    return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.exists() else []
+
+
+def students_in(root: Path) -> list[str]:
+    return [name for name in _submitted_folders(root) if not not_a_student(name)]
 
 
 def stray_folders(root: Path) -> list[str]:
     """Folders under submitted/ that grading skips, each with why ("submitted/__MACOSX (a Mac's zip metadata)")."""
-    submitted = root / "submitted"
-    folders = sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.exists() else []
-    return [f"submitted/{name} ({not_a_student(name)})" for name in folders if not_a_student(name)]
+    return [f"submitted/{name} ({not_a_student(name)})" for name in _submitted_folders(root) if not_a_student(name)]
 
 
 def first_error(path: Path) -> str:
@@ -188,15 +189,14 @@ def _finished(root: Path, ledger: Ledger, jobs: list[Job]) -> set[tuple[str, str
     with gradebook(root) as gb:
         for job in jobs:
             entry = entries.get((job.assignment, job.student))
-            if entry is None or (entry.sha256, entry.release) != (job.sha256, job.release):
+            if (entry is None or (entry.sha256, entry.release) != (job.sha256, job.release)
+                    or TRY_AGAIN in entry.reason):
                 continue
             try:
                 gb.find_submission(job.assignment, job.student)
             except MissingEntry:
                 continue
             autograded = notebook_path(root / "autograded" / job.student, job.assignment)
-            if TRY_AGAIN in entry.reason:
-                continue
             if entry.reason or autograded.exists():
                 done.add((job.assignment, job.student))
     return done
@@ -241,9 +241,9 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     ledger = Ledger(root / GRADING_DIR / "ledger.jsonl")
     with gradebook(root) as gb:
         releases = {a: release_fingerprint(gb, a, judged_by(a)) for a in assignments}
-    wanted = []
+    wanted, students = [], students_in(root)
     for assignment in assignments:
-        for student in students_in(root):
+        for student in students:
             folder = root / "submitted" / student / assignment
             if folder.exists():
                 found = preflight.check(folder, f"{assignment}.ipynb", notebook_path(root / "release", assignment))
@@ -257,9 +257,7 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     bar = tqdm(total=len(todo), desc="autograding", unit="notebook", disable=not show_progress or not todo)
     with gradebook(root) as gb:
         for job in [j for j in todo if j.reason]:  # nbgrader cannot read these: a zero row, at once
-            summary = job.summary(root)
-            record_zero(gb, job.assignment, job.student, summary)
-            ledger.append(Entry(job.assignment, job.student, job.sha256, summary, 0.0, job.release))
+            record(gb, ledger, root, job)
             bar.update()
         gradable = [j for j in todo if not j.reason]
         if client is None:
@@ -275,12 +273,13 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             bar.update()
     bar.close()
     shutil.rmtree(workspace, ignore_errors=True)
-    graded = outcomes(root, wanted, ledger)
+    entries = ledger.entries()
+    graded = outcomes(root, wanted, entries)
     if feedback:
         for assignment in assignments:
             nbgrader("generate_feedback", assignment, "--force", root=root, quiet=quiet, check=False)
         nbgrader("export", f"--to={root / 'grades.csv'}", root=root, quiet=quiet)
-        write_report(root, {key: entry.reason for key, entry in ledger.entries().items()})
+        write_report(root, {key: entry.reason for key, entry in entries.items()})
     return graded
 
 
@@ -290,9 +289,8 @@ def judged_by(assignment: str) -> list[Path]:
     return [REFERENCE / f"{module}.py", Path(__file__).parent / "hidden" / f"{module}.py"]
 
 
-def outcomes(root: Path, jobs: list[Job], ledger: Ledger) -> list[Outcome]:
-    """What the gradebook holds for each job, with the reason and time the ledger recorded."""
-    entries = ledger.entries()
+def outcomes(root: Path, jobs: list[Job], entries: dict[tuple[str, str], Entry]) -> list[Outcome]:
+    """What the gradebook holds for each job, with the reason and time its ledger entry (`entries`) recorded."""
     found = []
     with gradebook(root) as gb:
         for job in jobs:

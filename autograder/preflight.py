@@ -62,30 +62,33 @@ def upload_number(path: Path, stem: str) -> int | None:
     return None if found is None else int(found.group(1) or found.group(2) or 0)
 
 
-def latest_upload(folder: Path, expected: Path) -> tuple[Path, str]:
-    """With re-uploads beside `expected`, the newest (highest number) becomes `expected`; an earlier hand-in under
-    that name is kept beside it as `<name>.earlier` unless it is already a copy of one of them."""
-    uploads = {path: upload_number(path, expected.stem) for path in folder.glob("*.ipynb")}
-    again = {path: n for path, n in uploads.items() if n}
-    if not again:
-        return expected, ""
+def re_uploads(folder: Path, expected: Path) -> dict[Path, int]:
+    """The numbered re-uploads of `expected` in `folder` (`03_masking-2.ipynb` -> 2)."""
+    numbered = {path: upload_number(path, expected.stem) for path in folder.glob("*.ipynb")} if folder.exists() else {}
+    return {path: number for path, number in numbered.items() if number}
+
+
+def latest_upload(expected: Path, again: dict[Path, int]) -> tuple[Path, str]:
+    """The newest of the re-uploads `again` (highest number) becomes `expected`; an earlier hand-in under that name
+    is kept beside it as `<name>.earlier` unless it is already a copy of one of them."""
     newest = max(again, key=again.get)
+    note = f"handed in again as {newest.name}; graded that one"
     if expected.exists():
-        before_repair = expected.with_name(expected.name + REPAIRED)  # what a repaired copy was made from
-        earlier = before_repair.read_bytes() if before_repair.exists() else expected.read_bytes()
-        if earlier == newest.read_bytes():
-            return expected, f"handed in again as {newest.name}; graded that one"
-        if not any(earlier == path.read_bytes() for path in again):
+        graded = graded_bytes(expected)
+        if newest.read_bytes() in graded:
+            return expected, note
+        if not any(path.read_bytes() in graded for path in again):
             shutil.move(expected, _free_name(expected.with_name(expected.name + ".earlier")))
-        before_repair.unlink(missing_ok=True)
+        expected.with_name(expected.name + REPAIRED).unlink(missing_ok=True)
     shutil.copyfile(newest, expected)
-    return expected, f"handed in again as {newest.name}; graded that one"
+    return expected, note
 
 
-def _copy_of_graded(other: Path, graded: Path) -> bool:
-    """Whether `other` is what `graded` was copied from (before preflight repaired it, if it did)."""
+def graded_bytes(graded: Path) -> set[bytes]:
+    """The notebook `graded` as it is and, when preflight repaired it, as it was handed in: a file with either
+    content is that hand-in, not another."""
     before_repair = graded.with_name(graded.name + REPAIRED)
-    return other.read_bytes() in {graded.read_bytes(), before_repair.read_bytes() if before_repair.exists() else b""}
+    return {graded.read_bytes()} | ({before_repair.read_bytes()} if before_repair.exists() else set())
 
 
 def _free_name(path: Path) -> Path:
@@ -98,8 +101,11 @@ def _free_name(path: Path) -> Path:
 
 def find_notebook(folder: Path, expected: Path) -> tuple[Path | None, str]:
     """The notebook to grade in a student's assignment folder, and a note when it had another name."""
-    if expected.exists() or any(upload_number(p, expected.stem) for p in folder.glob("*.ipynb")):
-        return latest_upload(folder, expected)
+    again = re_uploads(folder, expected)
+    if again:
+        return latest_upload(expected, again)
+    if expected.exists():
+        return expected, ""
     others = sorted(folder.glob("*.ipynb")) if folder.exists() else []
     if len(others) == 1:
         shutil.copyfile(others[0], expected)
@@ -125,11 +131,11 @@ def _as_released(cell, original) -> bool:
         return False
 
 
-def other_assignment(notebook, release_notebook: Path) -> str:
-    """The assignment whose notebook this is, when it is another one than `release_notebook`'s ("" otherwise): it
-    has none of this assignment's graded cells and some of that one's."""
+def other_assignment(notebook, released, release_notebook: Path) -> str:
+    """The assignment whose notebook this is, when it is another one than `released` (the notebook read from
+    `release_notebook`): "" unless it has none of this assignment's graded cells and some of another one's."""
     handed = _answer_and_test_cells(notebook)
-    if not handed or handed & _answer_and_test_cells(nbformat.read(release_notebook, as_version=4)):
+    if not handed or handed & _answer_and_test_cells(released):
         return ""
     for other in sorted(release_notebook.parent.parent.glob("*/*.ipynb")):
         if other != release_notebook and handed & _answer_and_test_cells(nbformat.read(other, as_version=4)):
@@ -152,16 +158,18 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
         return result
     if note:
         result.notes.append(note)
+    graded = graded_bytes(path)
     ignored = [other.name for other in sorted(folder.glob("*.ipynb")) if other != path
-               and upload_number(other, path.stem) is None and not _copy_of_graded(other, path)]
+               and upload_number(other, path.stem) is None and other.read_bytes() not in graded]
     if ignored:
         result.notes.append(f"also in the folder, not graded: {', '.join(ignored)}")
     notebook, fatal = _read(path)
     if notebook is None:
         result.fatal = fatal
         return result
-    given = _graded_cells(nbformat.read(release_notebook, as_version=4))
-    other = other_assignment(notebook, release_notebook)
+    released = nbformat.read(release_notebook, as_version=4)
+    given = _graded_cells(released)
+    other = other_assignment(notebook, released, release_notebook)
     if other:
         result.fatal = (f"this is notebook {other}, not {release_notebook.stem}: graded 0; "
                         f"ask for {release_notebook.name}")
