@@ -1,6 +1,12 @@
-"""Training a language model on windows of token ids: the loop notebook 07 runs, with a progress bar."""
+"""Training a language model on windows of token ids: the loop notebook 07 runs, with a progress bar.
+
+It keeps the weights of the best validation score it has seen and ends with them, so a run that starts to
+overfit (validation getting worse while training keeps improving) never ends worse than its best; it can
+also stop early, once validation has stopped improving.
+"""
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable
 
@@ -11,40 +17,69 @@ from torch.nn import functional as F
 from course.progress_bar import progress
 
 
+def _copy_of_weights(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of every parameter and buffer, on the model's own device (nothing crosses to the host)."""
+    return {name: value.detach().clone() for name, value in model.state_dict().items()}
+
+
 def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunks: torch.Tensor,
                          evaluate: Callable[[nn.Module, torch.Tensor, int], float], *, max_steps: int,
                          minutes: float | None = None, batch_size: int = 16, lr: float = 3e-3,
                          warmup_steps: int = 100, eval_every: int = 100, eval_windows: int = 200,
                          device: torch.device | None = None, seed: int = 0,
-                         after_step: Callable[[int, float], None] | None = None) -> dict:
+                         after_step: Callable[[int, float], None] | None = None,
+                         weight_decay: float = 0.01, keep_best: bool = True, patience: int | None = None,
+                         after_eval: Callable[[int, float], None] | None = None) -> dict:
     """Train `model` for next-token prediction on random batches of training windows.
 
     train_chunks, val_chunks: LongTensors (N, seq_len); each step draws batch_size training windows w and
-    trains on w[:, :-1] -> w[:, 1:] with AdamW (the learning rate rises linearly over warmup_steps, then
-    stays at lr). Every eval_every steps, and at the end, `evaluate(model, windows, batch_size)` scores the
-    first eval_windows validation windows. Training stops after max_steps or after `minutes` of wall time,
-    whichever comes first. `after_step(step, training_seconds)`, when given, is called after every step; its time,
-    like validation's, does not count as training time.
+    trains on w[:, :-1] -> w[:, 1:] with AdamW (weight_decay as given; the learning rate rises linearly over
+    warmup_steps, then stays at lr). Every eval_every steps, and at the end, `evaluate(model, windows, batch_size)`
+    scores the first eval_windows validation windows. Training stops after max_steps or after `minutes` of wall
+    time, whichever comes first, or early: with `patience` set, once that many validations in a row have not
+    beaten the best score (one printed line says so; None never stops early).
+
+    With keep_best (the default) the weights of the best validation score are copied when it is reached, and
+    restored at the end when a later step scored worse (one printed line says so): the model comes back with
+    the best weights the run saw, never worse than its best. keep_best=False leaves the last step's weights.
+
+    `after_step(step, training_seconds)`, when given, is called after every step, and `after_eval(step, score)`
+    after every validation; their time, like validation's, does not count as training time.
 
     Returns a history: {"step": [...], "train": [...]} (the loss of every step), {"eval_step": [...],
-    "val": [...]} (the validation scores, on "eval_windows" windows), "seconds" of training (validation
-    excluded), "tokens" trained on and "tokens_per_second".
+    "val": [...]} (the validation scores, on "eval_windows" windows), "best_step" and "best_val" (the best of
+    them: the weights the model ends with under keep_best), "restored" (True when those weights were put back),
+    "stopped_early" (True when patience ended the run), "seconds" of training (validation excluded), "tokens"
+    trained on and "tokens_per_second".
     """
+    if patience is not None and patience < 1:
+        raise ValueError(f"patience counts validations without improvement: at least 1, or None (got {patience})")
     if device is not None:
         model.to(device)
     model_device = next(model.parameters()).device
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     draw = torch.Generator().manual_seed(seed)
     held_out = val_chunks[:eval_windows]
     history = {"step": [], "train": [], "eval_step": [], "val": [], "eval_windows": len(held_out), "seconds": 0.0,
-               "tokens": 0}
+               "tokens": 0, "best_step": None, "best_val": math.nan, "restored": False, "stopped_early": False}
+    best_weights = None
+    since_best = 0  # validations in a row that did not beat the best score
 
     def validate(step: int) -> float:
+        nonlocal best_weights, since_best
         score = evaluate(model, held_out, batch_size)
         model.train()
         history["eval_step"].append(step)
         history["val"].append(score)
+        if history["best_step"] is None or score < history["best_val"]:
+            history["best_step"], history["best_val"], since_best = step, score, 0
+            if keep_best:
+                best_weights = _copy_of_weights(model)
+        else:
+            since_best += 1
+        if after_eval is not None:
+            after_eval(step, score)
         return score
 
     bar = progress(max_steps, "training")
@@ -68,8 +103,13 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
             val_loss = validate(step + 1)
         if after_step is not None:
             after_step(step + 1, paused - started)
-        started += time.perf_counter() - paused  # validation and the hook are not training time
+        started += time.perf_counter() - paused  # validation and the hooks are not training time
         bar.set_postfix(train=f"{history['train'][-1]:.3f}", val=f"{val_loss:.3f}", refresh=False)
+        if patience is not None and since_best >= patience:
+            history["stopped_early"] = True
+            print(f"Stopped early after {step + 1} steps: validation has not improved for {since_best} evaluations "
+                  f"(best {history['best_val']:.3f} at step {history['best_step']}).")
+            break
         if minutes is not None and time.perf_counter() - started > 60 * minutes:
             print(f"Stopped after {step + 1} steps: the {minutes:g}-minute budget is spent.")
             break
@@ -77,5 +117,10 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
     if history["step"] and (not history["eval_step"] or history["eval_step"][-1] != history["step"][-1]):
         validate(history["step"][-1])
     bar.close()
+    if keep_best and best_weights is not None and history["best_step"] != history["eval_step"][-1]:
+        model.load_state_dict(best_weights)
+        history["restored"] = True
+        print(f"Kept the best weights, from step {history['best_step']} (validation {history['best_val']:.3f}); "
+              f"the last step's weights scored {history['val'][-1]:.3f}.")
     history["tokens_per_second"] = history["tokens"] / max(history["seconds"], 1e-9)
     return history

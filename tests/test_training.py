@@ -1,0 +1,125 @@
+"""course.training.train_language_model never ends worse than its best, and stops early when asked (issue 16).
+
+A run is made to overfit on the CPU in about a second: a tiny model, four training windows and 64 distinct
+validation windows drawn from one Markov chain (each token has three equally likely successors, so the best
+possible loss is ln 3 = 1.10 nats and a model that knows nothing scores ln 32 = 3.47). At lr 1e-2 the model
+first learns the chain (validation falls to about 2.30 at step 20) and then memorises its four windows
+(validation climbs past 4.5 by step 150): the best weights are far from the last ones.
+"""
+import math
+
+import pytest
+import torch
+
+from autograder.reference.shakespeare import evaluate
+from autograder.reference.transformer import DecoderOnlyTransformer
+from course.training import train_language_model
+
+VOCAB, SEQ_LEN = 32, 33
+SAME = 1e-9  # the restored weights score the best validation exactly: same weights, same windows, same arithmetic
+
+
+def markov_windows(n: int, seed: int) -> torch.Tensor:
+    """n windows (n, SEQ_LEN) of one fixed Markov chain: each token is followed by one of its 3 successors."""
+    successors = torch.stack([torch.randperm(VOCAB, generator=torch.Generator().manual_seed(t))[:3]
+                              for t in range(VOCAB)])  # (VOCAB, 3)
+    draw = torch.Generator().manual_seed(seed)
+    windows = torch.empty(n, SEQ_LEN, dtype=torch.long)
+    windows[:, 0] = torch.randint(VOCAB, (n,), generator=draw)
+    for t in range(1, SEQ_LEN):
+        windows[:, t] = successors[windows[:, t - 1], torch.randint(3, (n,), generator=draw)]
+    return windows
+
+
+FEW_TRAIN, VAL, MANY_TRAIN = markov_windows(4, seed=1), markov_windows(64, seed=2), markov_windows(1024, seed=3)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Torch on one thread: on a busy two-core machine its threads fight and training runs ten times slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny_model() -> DecoderOnlyTransformer:
+    torch.manual_seed(0)
+    return DecoderOnlyTransformer(VOCAB, d_model=32, n_heads=2, d_ff=64, n_layers=2, max_len=SEQ_LEN)
+
+
+def overfit(model, **kwargs) -> dict:
+    """Four training windows at lr 1e-2, validated every 5 steps on all 64 validation windows."""
+    settings = dict(max_steps=150, batch_size=4, lr=1e-2, warmup_steps=1, eval_every=5, eval_windows=len(VAL),
+                    weight_decay=0.0)
+    return train_language_model(model, FEW_TRAIN, VAL, evaluate, **{**settings, **kwargs})
+
+
+def score(model, batch_size: int = 4) -> float:
+    """The model's validation score, in batches of the size the training validated with (the same sums in the same
+    order, so an equal score is equal to the last digit)."""
+    return evaluate(model, VAL, batch_size)
+
+
+def test_an_overfitting_run_ends_with_its_best_weights(capsys):
+    model = tiny_model()
+    history = overfit(model)
+    last = history["val"][-1]  # the last step's weights, scored before the best ones came back
+    assert history["best_val"] == min(history["val"])
+    assert history["best_step"] == history["eval_step"][history["val"].index(min(history["val"]))]
+    assert last > history["best_val"] + 1.0, f"the run must overfit for this test to mean anything ({history['val']})"
+    assert history["restored"] and not history["stopped_early"]
+    assert history["step"][-1] == 150 and history["eval_step"][-1] == 150
+    now = score(model)
+    assert now == pytest.approx(history["best_val"], abs=SAME), \
+        f"the model scores {now:.6f}, not the best validation {history['best_val']:.6f}: the best weights were not restored"
+    assert now < last - 1.0, f"the model scores {now:.3f}, no better than the last step's {last:.3f}"
+    out = capsys.readouterr().out
+    assert f"Kept the best weights, from step {history['best_step']}" in out and f"{last:.3f}" in out
+    assert model.training, "training leaves the model in training mode"
+
+
+def test_without_keep_best_the_last_weights_stay():
+    model = tiny_model()
+    history = overfit(model, keep_best=False)
+    assert not history["restored"] and history["best_val"] < history["val"][-1] - 1.0
+    assert score(model) == pytest.approx(history["val"][-1], abs=SAME)
+
+
+def test_patience_stops_the_run_and_says_so(capsys):
+    model = tiny_model()
+    history = overfit(model, patience=3)
+    assert history["stopped_early"] and history["restored"]
+    assert history["step"][-1] < 150, "patience 3 should end the run long before its 150 steps"
+    assert history["eval_step"][-1] == history["best_step"] + 3 * 5, "three validations without improvement, no more"
+    assert all(v > history["best_val"] for v in history["val"][-3:])
+    assert score(model) == pytest.approx(history["best_val"], abs=SAME)
+    out = capsys.readouterr().out
+    assert f"Stopped early after {history['step'][-1]} steps" in out and "not improved for 3 evaluations" in out
+
+
+def test_a_run_that_never_overfits_keeps_its_last_weights(capsys):
+    """Plenty of training windows and a gentle rate: validation improves at every evaluation."""
+    model = tiny_model()
+    history = train_language_model(model, MANY_TRAIN, VAL, evaluate, max_steps=60, batch_size=8, lr=3e-3,
+                                   warmup_steps=1, eval_every=5, eval_windows=len(VAL), weight_decay=0.0, patience=2)
+    assert all(b < a for a, b in zip(history["val"], history["val"][1:])), history["val"]
+    assert history["best_step"] == 60 and not history["restored"] and not history["stopped_early"]
+    assert score(model, batch_size=8) == pytest.approx(history["val"][-1], abs=SAME)
+    assert "Kept the best" not in capsys.readouterr().out
+
+
+def test_weight_decay_is_a_knob():
+    """AdamW's decay shrinks every weight by lr * weight_decay a step: a large one leaves visibly smaller weights."""
+    norms = {}
+    for weight_decay in (0.0, 10.0):
+        model = tiny_model()
+        train_language_model(model, MANY_TRAIN, VAL, evaluate, max_steps=20, batch_size=8, lr=1e-2, warmup_steps=1,
+                             eval_windows=4, weight_decay=weight_decay)
+        norms[weight_decay] = math.sqrt(sum(p.detach().pow(2).sum().item() for p in model.parameters()))
+    assert norms[10.0] < 0.5 * norms[0.0], norms
+
+
+def test_patience_must_be_positive():
+    with pytest.raises(ValueError, match="patience"):
+        train_language_model(tiny_model(), FEW_TRAIN, VAL, evaluate, max_steps=1, patience=0)
