@@ -1,9 +1,13 @@
 """Hidden tests for notebook 01: fresh sizes (odd d_model, sizes of 1) and fresh embedding weights on any number of
-batch axes, up to exactly max_len tokens. The layer runs on a stand-in table, so a mistake in the table costs once."""
+batch axes, up to exactly max_len tokens, and the starting scale of the embedding at two sizes. The layer runs on a
+stand-in table, so a mistake in the table costs once."""
 import torch
 
 from autograder.hidden.observe import Observations, generator, grid, hidden_test
+from course.checks.positional_encoding import INIT_TOLERANCE
 from course.checks.stand_ins import earlier_pieces_replaced
+
+INIT_VOCAB, INIT_SIZES = 1024, (16, 64)  # 16,384 and 65,536 entries: a sample standard deviation within 1%
 
 
 def observe_positional_encoding(positional_encoding, trials: int = 6, seed: int = 101) -> Observations:
@@ -61,6 +65,11 @@ def observe_token_and_position_embedding(TokenAndPositionEmbedding, trials: int 
                            m(tokens.to(device)))
             too_long = torch.zeros(1, max_len + 1, dtype=torch.long)
             seen.raises(f"{what} on a sequence of {max_len + 1} tokens", lambda: module.to("cpu", torch.float32)(too_long))
+        for d_model in INIT_SIZES:  # two sizes: a fixed scale that happens to fit one of them fails the other
+            weight = TokenAndPositionEmbedding(INIT_VOCAB, d_model, 4).embed.weight.detach().double()
+            seen.claim(f"TokenAndPositionEmbedding({INIT_VOCAB}, {d_model}, 4): a new layer's embed.weight must start "
+                       f"with standard deviation 1/sqrt(d_model) = {d_model ** -0.5:.3f} (within {INIT_TOLERANCE:.0%}; "
+                       "PyTorch's default for nn.Embedding is 1)", abs(weight.std().item() * d_model ** 0.5 - 1) <= INIT_TOLERANCE)
     return seen
 
 

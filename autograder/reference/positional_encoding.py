@@ -30,7 +30,8 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
 class TokenAndPositionEmbedding(nn.Module):
     """Token embeddings scaled by sqrt(d_model), plus the sinusoidal positional encoding.
 
-    Attributes: embed, an nn.Embedding(vocab_size, d_model); max_len, the longest sequence it encodes (notebook
+    Attributes: embed, an nn.Embedding(vocab_size, d_model) whose weights start with mean 0 and standard
+    deviation 1/sqrt(d_model) (not PyTorch's default of 1: see above); max_len, the longest sequence it encodes (notebook
     05's generate and 07's sample read it); pe, the (max_len, d_model) positional table, a buffer.
     forward(tokens): LongTensor (..., T) with T <= max_len  ->  float tensor (..., T, d_model)
     """
@@ -40,6 +41,7 @@ class TokenAndPositionEmbedding(nn.Module):
         self.max_len = max_len  # keep it: generate (05) and sample (07) read model.embedding.max_len
         self.d_model = d_model
         self.embed = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embed.weight, mean=0.0, std=d_model ** -0.5)  # a row of length about 1
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -10,6 +10,14 @@ from course.checks.stand_ins import earlier_pieces_replaced, notebook_globals
 from course.device import available_devices, supported_dtypes
 from course.fixtures import load
 
+# The starting scale of the token embedding: its weights must start with standard deviation 1/sqrt(d_model), measured
+# on a table of INIT_VOCAB rows at the fixture's d_model. A sample of that size (12,000 entries at d_model 6) has a
+# standard deviation within 1% of the true one, so a tolerance of 20% fails no correct initialisation (normal,
+# truncated normal, uniform of that standard deviation) and every one of another scale: PyTorch's default (1) is
+# sqrt(d_model) times too large.
+INIT_VOCAB = 2000
+INIT_TOLERANCE = 0.2
+
 
 def check_positional_encoding(positional_encoding) -> None:
     """Shape, dtype and stored values of `positional_encoding(max_len, d_model)`, odd `d_model` included."""
@@ -53,7 +61,8 @@ def stored_encoding_in_place_of_yours(TokenAndPositionEmbedding, fixture: dict):
 
 
 def check_token_and_position_embedding(TokenAndPositionEmbedding) -> None:
-    """Submodule, shapes, the sqrt(d_model) scaling, every device and dtype, the full length and the max_len error.
+    """Submodule, shapes, the sqrt(d_model) scaling, every device and dtype, the starting scale of the embedding,
+    the full length and the max_len error.
     The layer runs on the stored table in place of your `positional_encoding` (checked above)."""
     fixture = load("positional_encoding")["TokenAndPositionEmbedding"]
     init = fixture["init"]
@@ -81,6 +90,23 @@ def check_token_and_position_embedding(TokenAndPositionEmbedding) -> None:
                 # float32 tolerance in both dtypes: the table is built in the default dtype, then converted.
                 expect_values(what, out, c["expected"], torch.float32, c["mistakes"])
         return step
+
+    def starts_small():
+        d_model = init["d_model"]
+        module = TokenAndPositionEmbedding(INIT_VOCAB, d_model, init["max_len"])
+        weight = getattr(getattr(module, "embed", None), "weight", None)
+        if not isinstance(weight, torch.Tensor) or weight.numel() < 2:
+            fail("The module needs a submodule `self.embed = nn.Embedding(vocab_size, d_model)`.")
+        found, wanted = weight.detach().double().std().item(), d_model ** -0.5
+        if abs(found / wanted - 1) <= INIT_TOLERANCE:
+            return
+        low, high = (1 - INIT_TOLERANCE) * wanted, (1 + INIT_TOLERANCE) * wanted
+        which = " (PyTorch's default for nn.Embedding is 1)" if abs(found - 1) <= INIT_TOLERANCE else ""
+        fail(f"A new layer's `embed.weight` ({INIT_VOCAB} x {d_model}) starts with standard deviation {found:.3f}"
+             f"{which}. It should start at 1/sqrt(d_model) = {wanted:.3f} (accepted: {low:.3f} to {high:.3f}), so that "
+             "after the scaling by sqrt(d_model) a token's vector has about the length of its position's. Right "
+             "after making the embedding, redraw its weights in place: `nn.init.normal_` on `self.embed.weight` "
+             "with mean 0 and `std` 1/sqrt(d_model).")
 
     def only_embed_is_trained():
         trained = [name for name, p in build().named_parameters() if p.requires_grad and not name.startswith("embed.")]
@@ -110,7 +136,8 @@ def check_token_and_position_embedding(TokenAndPositionEmbedding) -> None:
                  "it. `generate` (notebook 05) and `sample` (notebook 07) read `model.embedding.max_len` to crop "
                  "the context.")
 
-    steps += [("trains the embedding only (the positional table is a buffer)", only_embed_is_trained),
+    steps += [("starts the token embedding at standard deviation 1/sqrt(d_model)", starts_small),
+              ("trains the embedding only (the positional table is a buffer)", only_embed_is_trained),
               ("keeps `max_len`", keeps_max_len),
               ("raises ValueError for a sequence longer than max_len", too_long)]
     with stored_encoding_in_place_of_yours(TokenAndPositionEmbedding, fixture):

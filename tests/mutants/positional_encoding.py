@@ -53,7 +53,15 @@ def pe_exp_log(max_len, d_model):
     return table
 
 
-class embedding_no_length_check(EmbeddingWithTable):
+class WithCourseInit(EmbeddingWithTable):
+    """The correct __init__, the course's initialisation included: mutants below differ in one thing only."""
+
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__(vocab_size, d_model, max_len)
+        nn.init.normal_(self.embed.weight, std=d_model ** -0.5)
+
+
+class embedding_no_length_check(WithCourseInit):
     def forward(self, tokens):
         return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
 
@@ -62,6 +70,7 @@ class embedding_table_not_a_buffer(nn.Module):  # the table stays on the CPU in 
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embed.weight, std=d_model ** -0.5)  # the course's init: one mistake at a time
         self.d_model, self.max_len = d_model, max_len
         self.table = reference_pe(max_len, d_model)
 
@@ -72,7 +81,7 @@ class embedding_table_not_a_buffer(nn.Module):  # the table stays on the CPU in 
         return out.float()
 
 
-class embedding_rejects_max_len(EmbeddingWithTable):  # `>=` where `>` belongs: exactly max_len tokens raise
+class embedding_rejects_max_len(WithCourseInit):  # `>=` where `>` belongs: exactly max_len tokens raise
     def forward(self, tokens):
         if tokens.shape[-1] >= self.max_len:
             raise ValueError(f"sequence longer than max_len={self.max_len}")
@@ -83,6 +92,7 @@ class embedding_trains_the_table(nn.Module):  # the table is an nn.Parameter: th
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embed.weight, std=d_model ** -0.5)  # the course's init: one mistake at a time
         self.d_model, self.max_len = d_model, max_len
         self.pe = nn.Parameter(reference_pe(max_len, d_model))
 
@@ -92,7 +102,7 @@ class embedding_trains_the_table(nn.Module):  # the table is an nn.Parameter: th
         return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
 
 
-class embedding_persistent_buffer(EmbeddingWithTable):  # correct: the table saved in the state dict as well
+class embedding_persistent_buffer(WithCourseInit):  # correct: the table saved in the state dict as well
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__(vocab_size, d_model, max_len)
         self.register_buffer("pe", reference_pe(max_len, d_model))
@@ -103,10 +113,45 @@ class embedding_persistent_buffer(EmbeddingWithTable):  # correct: the table sav
         return self.embed(tokens) * self.d_model ** 0.5 + self.pe[: tokens.shape[-1]]
 
 
+class embedding_default_init(EmbeddingWithTable):  # nn.Embedding's default N(0, 1) kept: positions are drowned
+    def forward(self, tokens):
+        if tokens.shape[-1] > self.max_len:
+            raise ValueError(f"sequence longer than max_len={self.max_len}")
+        return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
+
+
+class embedding_std_one_over_d_model(embedding_default_init):  # 1/d_model where 1/sqrt(d_model) belongs
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__(vocab_size, d_model, max_len)
+        nn.init.normal_(self.embed.weight, std=1 / d_model)
+
+
+class embedding_given_weight(nn.Module):  # correct: the table handed to nn.Embedding ready-made, uniform
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__()
+        bound = math.sqrt(3 / d_model)  # a uniform(-b, b) has standard deviation b / sqrt(3) = 1/sqrt(d_model)
+        self.embed = nn.Embedding(vocab_size, d_model, _weight=torch.empty(vocab_size, d_model).uniform_(-bound, bound))
+        self.d_model, self.max_len = d_model, max_len
+        self.register_buffer("pe", reference_pe(max_len, d_model), persistent=False)
+
+    def forward(self, tokens):
+        if tokens.shape[-1] > self.max_len:
+            raise ValueError(f"sequence longer than max_len={self.max_len}")
+        return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[: tokens.shape[-1]]
+
+
+class embedding_truncated_normal(embedding_given_weight):  # correct: a truncated normal of that scale (std 0.88 of it)
+    def __init__(self, vocab_size, d_model, max_len):
+        super().__init__(vocab_size, d_model, max_len)
+        std = d_model ** -0.5
+        nn.init.trunc_normal_(self.embed.weight, std=std, a=-2 * std, b=2 * std)
+
+
 class embedding_without_max_len(nn.Module):  # the stub's `self.max_len` deleted: generate (05) cannot crop
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embed.weight, std=d_model ** -0.5)  # the course's init: one mistake at a time
         self.d_model, self.limit = d_model, max_len
         self.register_buffer("pe", reference_pe(max_len, d_model), persistent=False)
 
@@ -120,6 +165,8 @@ class embedding_loops_variant(nn.Module):  # looks up each id read on the host, 
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, d_model)
+        with torch.no_grad():
+            self.embed.weight.data.normal_(0, d_model ** -0.5)  # the older spelling of the same initialisation
         self.d_model, self.max_len = d_model, max_len
         self.register_buffer("pe", reference_pe(max_len, d_model), persistent=False)
 
@@ -153,6 +200,7 @@ class Layer(nn.Module):
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
         self.embed = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embed.weight, mean=0.0, std=1 / math.sqrt(d_model))
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, tokens):
@@ -166,6 +214,7 @@ class Layer(nn.Module):
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
         self.embed = nn.Embedding(vocab_size, d_model)
+        self.embed.weight.data.normal_(0, d_model ** -0.5)
 
     def forward(self, tokens):
         T = tokens.shape[-1]
@@ -179,7 +228,7 @@ class Layer(nn.Module):
 
 def layer_over(encoding, *, scaled: bool = True, calls_it_in: str = "buffer") -> type:
     """A layer defined in a notebook whose `positional_encoding` is `encoding`; `scaled=False` forgets sqrt(d_model)."""
-    namespace = {"__name__": "__main__", "nn": nn, "positional_encoding": encoding, "SCALE": math.sqrt if scaled else (lambda d: 1.0)}
+    namespace = {"__name__": "__main__", "nn": nn, "math": math, "positional_encoding": encoding, "SCALE": math.sqrt if scaled else (lambda d: 1.0)}
     exec(_LAYERS[calls_it_in], namespace)  # noqa: S102: the test's stand-in for a notebook cell
     layer = namespace["Layer"]
     layer.__name__ = f"{'layer' if scaled else 'unscaled_layer'}_{calls_it_in}_over_{encoding.__name__}"
@@ -199,6 +248,8 @@ MUTANTS = [
     ("TokenAndPositionEmbedding", embedding_rejects_max_len),
     ("TokenAndPositionEmbedding", embedding_trains_the_table),
     ("TokenAndPositionEmbedding", embedding_without_max_len),
+    ("TokenAndPositionEmbedding", embedding_default_init),
+    ("TokenAndPositionEmbedding", embedding_std_one_over_d_model),
 ] + [("TokenAndPositionEmbedding", layer_over(wrong, scaled=False, calls_it_in=where))
      for wrong in WRONG_ENCODINGS for where in _LAYERS]
 
@@ -208,4 +259,6 @@ VARIANTS = [
     ("positional_encoding", pe_list_variant),
     ("TokenAndPositionEmbedding", embedding_persistent_buffer),
     ("TokenAndPositionEmbedding", embedding_loops_variant),
+    ("TokenAndPositionEmbedding", embedding_given_weight),
+    ("TokenAndPositionEmbedding", embedding_truncated_normal),
 ] + [("TokenAndPositionEmbedding", layer_over(wrong, calls_it_in=where)) for wrong in WRONG_ENCODINGS for where in _LAYERS]
