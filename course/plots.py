@@ -501,9 +501,11 @@ def show_token_frequencies(counts: torch.Tensor, vocab, labelled=(1, 5, 50, 500,
 
 
 def show_language_model_training(history: dict, baselines: dict, final: float, smooth: int = 50) -> None:
-    """Training loss (mean of `smooth` steps) and validation loss against the step, with the baselines' losses
-    and the final validation loss as horizontal lines. history as returned by course.training.train_language_model;
-    baselines: {name: nats per token}."""
+    """Training loss (mean of `smooth` steps) and validation loss against the step, drawn together so that one sees
+    where they part, with the baselines' losses and the final validation loss as horizontal lines. history as returned
+    by course.training.train_language_model; baselines: {name: nats per token}. Where the history has a best
+    validation (`best_step`, `best_val`) it is marked, and the steps after it, where validation no longer improved,
+    are shaded."""
     import math
 
     steps = torch.tensor(history["step"], dtype=torch.float64)
@@ -514,16 +516,27 @@ def show_language_model_training(history: dict, baselines: dict, final: float, s
     ax.plot(steps[window - 1:], smoothed, color="tab:blue", label=f"training loss (mean of {window} steps)")
     ax.plot(history["eval_step"], history["val"], "o-", color="tab:orange", markersize=3,
             label=f"validation loss ({history['eval_windows']} windows)")
+    best_step, best_val = history.get("best_step"), history.get("best_val")
+    if best_step is not None:
+        kept = "the weights kept" if history.get("restored") else "the last weights"
+        ax.plot([best_step], [best_val], "*", color="tab:green", markersize=14, zorder=5,
+                label=f"best validation {best_val:.2f} at step {best_step:,} ({kept})")
+        last = history["step"][-1]
+        if best_step < last:
+            ax.axvspan(best_step, last, color="tab:red", alpha=0.08,
+                       label="after the best: validation no longer improved"
+                             + (" (stopped early)" if history.get("stopped_early") else ""))
     styles = {"unigram": ("grey", "--"), "bigram": ("black", ":")}
     for name, loss in baselines.items():
         color, line = styles.get(name, ("tab:purple", "-."))
         ax.axhline(loss, color=color, linestyle=line, label=f"{name} baseline {loss:.2f} (perplexity {math.exp(loss):,.0f})")
     ax.axhline(final, color="tab:red", linewidth=1, label=f"your model, all validation windows: {final:.2f} "
                                                             f"(perplexity {math.exp(final):,.0f})")
-    top = max(max(baselines.values()) + 1.0, final + 0.5)  # the first steps' loss (about ln of the vocabulary) is cut
+    # the first steps' loss (about ln of the vocabulary) is cut; a validation curve that climbs stays on the chart
+    top = max(max(baselines.values()) + 1.0, final + 0.5, *(v + 0.2 for v in history["val"]))
     bottom = min(smoothed.min().item(), final, *baselines.values(), *history["val"]) - 0.3  # every line on the chart
     ax.set(xlabel="step", ylabel="nats per token", ylim=(bottom, top),
-           title="learning Shakespeare")
+           title="learning Shakespeare: training and validation loss")
     ax.legend(fontsize=8)
     fig.tight_layout()
     plt.show()

@@ -51,6 +51,28 @@ def test_the_training_plot_shows_every_baseline(figures):
     assert bottom < 4.3 and 6.3 < top, "a baseline below the model's curve fell off the chart"
 
 
+def test_the_training_plot_marks_the_best_validation_and_shades_what_came_after(figures):
+    history = {"step": list(range(1, 401)), "train": [6.0 - 0.01 * i for i in range(400)],
+               "eval_step": [100, 200, 300, 400], "val": [5.0, 4.4, 4.6, 6.9], "eval_windows": 10,
+               "best_step": 200, "best_val": 4.4, "restored": True, "stopped_early": True}
+    plots.show_language_model_training(history, {"unigram": 6.3, "bigram": 4.3}, final=4.4)
+    ax = figures[0].axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert "best validation 4.40 at step 200 (the weights kept)" in labels
+    assert "after the best: validation no longer improved (stopped early)" in labels
+    (shade,) = [p for p in ax.patches]
+    assert shade.get_x() == 200 and shade.get_width() == 200, "the shading runs from the best step to the last"
+    assert ax.get_ylim()[1] > 6.9, "a validation curve that climbs stays on the chart"
+
+
+def test_the_training_plot_shades_nothing_when_the_last_validation_is_the_best(figures):
+    history = {"step": list(range(1, 201)), "train": [6.0 - 0.01 * i for i in range(200)], "eval_step": [100, 200],
+               "val": [5.0, 4.4], "eval_windows": 10, "best_step": 200, "best_val": 4.4, "restored": False}
+    plots.show_language_model_training(history, {"unigram": 6.3, "bigram": 4.3}, final=4.4)
+    ax = figures[0].axes[0]
+    assert not ax.patches and "best validation 4.40 at step 200 (the last weights)" in ax.get_legend_handles_labels()[1]
+
+
 def test_the_heads_figure_shows_untrained_heads_nearly_uniform_then_sharpened(figures, capsys):
     plots.show_attention_heads(MultiHeadAttention, ["the", "tired", "cat", "sat", "on", "the", "warm", "mat"])
     lines = capsys.readouterr().out.splitlines()
