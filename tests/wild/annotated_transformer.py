@@ -291,6 +291,10 @@ class EncoderDecoderTransformer(nn.Module):
 _MASKED_ROW = ("masked_fill(mask == 0, -1e9) gives a query with no allowed key uniform weights over the masked "
                "keys, where the API asks for zeros in weights and output")
 
+_DEFAULT_INIT = ("nn.Embedding keeps PyTorch's default initialisation (standard deviation 1); the exercise starts it "
+                 "at 1/sqrt(d_model), so that a scaled token vector is not sqrt(2 d_model) times longer than its "
+                 "position's")
+
 STUDENTS = {
     "annotated_transformer": Student(SOURCE, IMPORTS, {
         "positional_encoding": [positional_encoding],
@@ -306,6 +310,8 @@ STUDENTS = {
         "decoder_block": [DecoderBlock],
         "encoder_decoder_transformer": [subsequent_mask, EncoderDecoderTransformer],
     }, mistakes={
+        "token_and_position_embedding": mistake(_DEFAULT_INIT, "check_token_and_position_embedding",
+                                                "hidden_token_and_position_embedding"),
         "positional_encoding": mistake("pe[:, 1::2] = cos(position * div_term) cannot take an odd d_model: the "
                                        "cosine columns are one fewer than the frequencies",
                                        "check_positional_encoding", "hidden_positional_encoding"),

@@ -353,6 +353,10 @@ class Vocab:
 _MASKED_ROW = ("masked_softmax fills masked scores with -1e6, so a query with no allowed key gets uniform weights "
                "over the masked keys, where the API asks for zeros")
 
+_DEFAULT_INIT = ("nn.Embedding keeps PyTorch's default initialisation (standard deviation 1); the exercise starts it "
+                 "at 1/sqrt(d_model), so that a scaled token vector is not sqrt(2 d_model) times longer than its "
+                 "position's")
+
 STUDENTS = {
     "d2l": Student(SOURCE, IMPORTS, {
         "positional_encoding": [positional_encoding],
@@ -368,6 +372,8 @@ STUDENTS = {
         "encoder_decoder_transformer": [EncoderDecoderTransformer],
         "vocab": [Vocab],
     }, mistakes={
+        "token_and_position_embedding": mistake(_DEFAULT_INIT, "check_token_and_position_embedding",
+                                                "hidden_token_and_position_embedding"),
         "positional_encoding": mistake("P[:, 1::2] = cos(X) cannot take an odd d_model: the cosine columns are "
                                        "one fewer than the frequencies", "check_positional_encoding",
                                        "hidden_positional_encoding"),

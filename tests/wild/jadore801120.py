@@ -247,6 +247,10 @@ class DecoderBlock(nn.Module):
         return dec_output
 
 
+_DEFAULT_INIT = ("nn.Embedding keeps PyTorch's default initialisation (standard deviation 1); the exercise starts it "
+                 "at 1/sqrt(d_model), so that a scaled token vector is not sqrt(2 d_model) times longer than its "
+                 "position's")
+
 STUDENTS = {
     "jadore801120": Student(SOURCE, IMPORTS, {
         "positional_encoding": [positional_encoding],
@@ -260,6 +264,8 @@ STUDENTS = {
         "transformer_block": [TransformerBlock],
         "decoder_block": [DecoderBlock],
     }, mistakes={
+        "token_and_position_embedding": mistake(_DEFAULT_INIT, "check_token_and_position_embedding",
+                                                "hidden_token_and_position_embedding"),
         "masked_attention": mistake("masked_fill(mask == 0, -1e9) gives a query with no allowed key uniform weights "
                                     "over the masked keys, where the API asks for zeros",
                                     "check_masked_attention", "hidden_masked_attention"),

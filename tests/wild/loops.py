@@ -42,6 +42,7 @@ class TokenAndPositionEmbedding(nn.Module):
         self.d_model = d_model
         self.max_len = max_len
         self.embed = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embed.weight, std=1 / math.sqrt(d_model))
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, tokens):
@@ -488,6 +489,9 @@ class TokenAndPositionEmbedding_by_item(nn.Module):
         self.d_model = int(d_model)
         self.max_len = int(max_len)
         self.embed = nn.Embedding(vocab_size, d_model)
+        with torch.no_grad():
+            for row in range(vocab_size):  # one row at a time
+                self.embed.weight[row] = torch.randn(d_model) / math.sqrt(d_model)
         self.register_buffer("pe", positional_encoding_by_item(max_len, d_model), persistent=False)
 
     def forward(self, tokens):
