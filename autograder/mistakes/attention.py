@@ -48,6 +48,13 @@ def scaled_by_sqrt_of_key_count(Q, K, V):
     return _attention(Q, K, V, scale=math.sqrt(K.shape[-2]))
 
 
+@mistake("attention", "the scores are divided by sqrt(Q.shape[0]), the first dimension of Q: that is the batch "
+         "size (or, without a batch, the number of queries), not d_k. d_k is the length of each query and key "
+         "vector, the last dimension: Q.shape[-1]. (A popular attention tutorial makes this very slip.)")
+def scaled_by_first_dimension(Q, K, V):
+    return _attention(Q, K, V, scale=math.sqrt(Q.shape[0]))
+
+
 @mistake("attention", "the output mixes the values with the transposed weights; query i's output is row i of the "
          "weights times V: weights @ V.")
 def weights_transposed_in_output(Q, K, V):

@@ -1,6 +1,8 @@
 """Visible checks for notebook 02: `attention`."""
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from course.checks.compare import expect_tensor, expect_values
@@ -52,6 +54,26 @@ def expect_finite_for_large_scores(run) -> None:
         fail("With large scores the weights of a query no longer sum to 1.")
 
 
+VALUES_DIFFER = "differs from the expected values"  # how expect_values reports wrong numbers
+KNOWN = "This is a known mistake"  # and how it names a stored mistake
+
+
+def first_property_failure(property_steps) -> str:
+    """After wrong values that match no known mistake: run the property steps quietly and return, as a further
+    line of the message, the first one that fails with a teaching message ("" when they all pass, or only
+    crash). Wrong numbers alone say little; "the weights sum to 1 over the queries" says what to fix."""
+    for label, step in property_steps:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                step()
+        except CheckFailed as exc:
+            return f"\n  A further check says why: {label}: no. {exc.args[0]}"
+        except Exception:  # noqa: BLE001: a crash here is reported by the step itself when it runs in turn
+            continue
+    return ""
+
+
 def check_attention(attention) -> None:
     """Stored values on every device and dtype (naming known mistakes), then the properties of attention."""
     fixture = load("attention")["attention"]
@@ -64,7 +86,10 @@ def check_attention(attention) -> None:
                     output, weights = call_attention(attention, Q, K, V)
                     expect_stored_result(output, weights, c, device, dtype)
                 except CheckFailed as exc:
-                    fail(f"with {_shapes(Q, K, V)}: {exc.args[0]}")
+                    message = f"with {_shapes(Q, K, V)}: {exc.args[0]}"
+                    if VALUES_DIFFER in message and KNOWN not in message:  # wrong numbers, no name for them:
+                        message += first_property_failure(property_steps)  # the property steps may say why
+                    fail(message)
         return step
 
     def rows_sum_to_one():
@@ -135,16 +160,16 @@ def check_attention(attention) -> None:
             if t.grad is None or not torch.isfinite(t.grad).all() or not t.grad.abs().sum() > 0:
                 fail(f"No useful gradient reaches {name}: every weight and value should depend smoothly on it.")
 
+    property_steps = [("each query's weights are positive and sum to 1 over the keys", rows_sum_to_one),
+                      ("shuffling keys together with their values changes nothing", permutation),
+                      ("works without a batch dimension and with several", shapes),
+                      ("stays finite for large scores", lambda: expect_finite_for_large_scores(
+                          lambda Q, K, V: call_attention(attention, Q, K, V))),
+                      ("leaves Q, K and V unchanged", inputs_unchanged),
+                      ("lets gradients flow back to Q, K and V", gradients)]
     steps = [(f"matches the stored values on {d.type} in {str(t).removeprefix('torch.')}", values_on(d, t))
              for d in available_devices() for t in supported_dtypes(d)]
-    steps += [("each query's weights are positive and sum to 1 over the keys", rows_sum_to_one),
-              ("shuffling keys together with their values changes nothing", permutation),
-              ("works without a batch dimension and with several", shapes),
-              ("stays finite for large scores", lambda: expect_finite_for_large_scores(
-                  lambda Q, K, V: call_attention(attention, Q, K, V))),
-              ("leaves Q, K and V unchanged", inputs_unchanged),
-              ("lets gradients flow back to Q, K and V", gradients)]
-    run_steps("attention", steps)
+    run_steps("attention", steps + property_steps)
 
 
 def written_attention(attention) -> None:

@@ -35,6 +35,17 @@ def softmax_dim_1(Q, K, V):  # hard-codes the axis that is the key axis only for
     return weights @ V, weights
 
 
+def d_k_from_first_dimension(Q, K, V):  # the seed blog post's bug, as it wrote it: d_k = torch.tensor(Q.shape[0])
+    d_k = torch.tensor(Q.shape[0])
+    weights = F.softmax(Q @ K.transpose(-2, -1) / torch.sqrt(d_k), dim=-1)
+    return weights @ V, weights
+
+
+def unscaled_softmax_over_queries(Q, K, V):  # two mistakes at once: no fingerprint, the property step names it
+    weights = torch.softmax(Q @ K.transpose(-2, -1), dim=-2)
+    return weights @ V, weights
+
+
 def only_output(Q, K, V):  # forgets to return the weights
     return reference(Q, K, V)[0]
 
@@ -116,6 +127,8 @@ MUTANTS = [
     ("attention", scales_query_in_place),
     ("attention", softmax_dim_1),
     ("attention", uses_dot_T),
+    ("attention", d_k_from_first_dimension),
+    ("attention", unscaled_softmax_over_queries),
     ("attention", only_output),
     ("attention", detached_weights),
     ("attention", float32_scale_tensor),
