@@ -52,13 +52,28 @@ def _keyword(tree: ast.Module, function: str, name: str):
     raise LookupError(function)
 
 
-def test_shakespeare_bench_trains_the_notebooks_defaults():
+def _device_branches(tree: ast.Module) -> dict[str, dict]:
+    """The top-level `if device.type == "cuda": ... else: ...` of a cell: {"cuda": its values, "cpu": the else's}."""
+    (branch,) = [node for node in tree.body if isinstance(node, ast.If) and "cuda" in ast.unparse(node.test)]
+    return {"cuda": _first_values(ast.Module(body=branch.body, type_ignores=[])),
+            "cpu": _first_values(ast.Module(body=branch.orelse, type_ignores=[]))}
+
+
+def test_shakespeare_bench_trains_the_notebooks_configuration_for_each_device():
     bench = _bench("shakespeare")
     train = _cell("07_shakespeare", "train_run")
-    values = _first_values(train)
-    assert values["CONFIG"] == {**bench.CONFIG, "max_len": "SEQ_LEN"}
-    assert values["BATCH"] == bench.BATCH and values["MINUTES"] == 10
-    assert _keyword(train, "train_language_model", "lr") == bench.LR
+    assert _first_values(train)["MINUTES"] == 10
+    for kind, values in _device_branches(train).items():
+        settings = bench.SETTINGS[kind]
+        config = {name: values.get(value, value) if isinstance(value, str) else value  # DROPOUT -> its value
+                  for name, value in values["CONFIG"].items()}
+        assert config == {**settings["config"], "max_len": "SEQ_LEN"}, kind
+        assert (values["BATCH"], values["LR"], values["WEIGHT_DECAY"]) == \
+            (settings["batch"], settings["lr"], settings["weight_decay"]), kind
+    for keyword, name in (("batch_size", "BATCH"), ("lr", "LR"), ("weight_decay", "WEIGHT_DECAY")):
+        assert _keyword(train, "train_language_model", keyword) == name, "the notebook trains with the values it states"
+    assert (bench.CONFIG, bench.BATCH, bench.LR) == (bench.SETTINGS["cpu"]["config"], 16, 3e-3), \
+        "the CPU configuration is the course's original one, measured in bench/README.md"
     assert _first_values(_cell("07_shakespeare", "baselines_run"))["SEQ_LEN"] == bench.SEQ_LEN
 
 
