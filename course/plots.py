@@ -500,10 +500,12 @@ def show_token_frequencies(counts: torch.Tensor, vocab, labelled=(1, 5, 50, 500,
     plt.show()
 
 
-def show_language_model_training(history: dict, baselines: dict, final: float, smooth: int = 50) -> None:
+def show_language_model_training(history: dict, baselines: dict, final: float, smooth: int = 50,
+                                  final_label: str = "your model, all validation windows") -> None:
     """Training loss (mean of `smooth` steps) and validation loss against the step, drawn together so that one sees
     where they part, with the baselines' losses and the final validation loss as horizontal lines. history as returned
-    by course.training.train_language_model; baselines: {name: nats per token}. Where the history has a best
+    by course.training.train_language_model; baselines: {name: nats per token}; final_label names the final
+    validation loss (what was scored, on which windows). Where the history has a best
     validation (`best_step`, `best_val`) it is marked, and the steps after it, where validation no longer improved,
     are shaded."""
     import math
@@ -530,7 +532,7 @@ def show_language_model_training(history: dict, baselines: dict, final: float, s
     for name, loss in baselines.items():
         color, line = styles.get(name, ("tab:purple", "-."))
         ax.axhline(loss, color=color, linestyle=line, label=f"{name} baseline {loss:.2f} (perplexity {math.exp(loss):,.0f})")
-    ax.axhline(final, color="tab:red", linewidth=1, label=f"your model, all validation windows: {final:.2f} "
+    ax.axhline(final, color="tab:red", linewidth=1, label=f"{final_label}: {final:.2f} "
                                                             f"(perplexity {math.exp(final):,.0f})")
     # the first steps' loss (about ln of the vocabulary) is cut; a validation curve that climbs stays on the chart
     top = max(max(baselines.values()) + 1.0, final + 0.5, *(v + 0.2 for v in history["val"]))
