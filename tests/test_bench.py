@@ -82,3 +82,24 @@ def test_reversal_bench_trains_the_notebooks_configuration():
     values = _first_values(_cell("06_reversal", "train_run"))
     assert values["CONFIG"] == {**bench.CONFIG, "vocab_size": "VOCAB", "max_len": "2 * HALF"}
     assert (values["VOCAB"], values["HALF"]) == (bench.CONFIG["vocab_size"], bench.HALF)
+
+
+def test_shakespeare_bench_reports_best_and_final_at_each_checkpoint(monkeypatch, capsys):
+    """The bench end to end in seconds: a tiny configuration on random windows instead of the corpus."""
+    import sys
+
+    import torch
+
+    bench = _bench("shakespeare")
+    draw = torch.Generator().manual_seed(0)
+    windows = torch.randint(16, (64, bench.SEQ_LEN), generator=draw)
+    monkeypatch.setattr(bench, "data", lambda: (windows[:48], windows[48:], 16))
+    monkeypatch.setitem(bench.SETTINGS, "cpu", dict(config=dict(d_model=8, n_heads=2, d_ff=16, n_layers=1, dropout=0.0),
+                                                     batch=2, lr=1e-2, weight_decay=0.0))
+    monkeypatch.setattr(sys, "argv", ["shakespeare.py", "--threads", "1", "--minutes", "0.01", "0.02"])
+    bench.main()
+    out = capsys.readouterr().out
+    assert "0.01 min: step" in out and "0.02 min: step" in out and "best weights so far" in out
+    header, row = [line for line in out.splitlines() if line.startswith("| ")]
+    assert "best & final, at 0.01 / 0.02 min" in header
+    assert row.count(" & ") == 2 and "| cpu |" in row
