@@ -40,6 +40,9 @@ NOTEBOOK_TIME_LIMIT = 900
 # Memory each process of one notebook's grading may allocate; past it an allocation fails in that kernel alone.
 MEMORY_LIMIT_MB = 3072
 GRADING_DIR = "grading"  # under the course root: the ledger, and the private gradebooks of running jobs
+# After the last cell the kernel is killed, not asked to exit: a Python that imported torch takes 1.5 s to tear
+# itself down, and the job's sandbox ends whatever the kernel leaves anyway.
+FAST_KERNEL_END = ["--Execute.shutdown_kernel=immediate"]
 # Ends the reason of a grade the grader itself failed to make (not the student's doing): the next run grades it again.
 TRY_AGAIN = "the next grading run tries again"
 
@@ -158,7 +161,7 @@ def autograde_one(root: Path, job: Job, threads: int, limits: Limits = Limits())
     records = job.database.with_suffix(".records")
     shutil.rmtree(records, ignore_errors=True)
     records.mkdir(parents=True)
-    argv = ["autograde", job.assignment, f"--student={job.student}", "--force",
+    argv = ["autograde", job.assignment, f"--student={job.student}", "--force", *FAST_KERNEL_END,
             f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, f"--CourseDirectory.root={root}"]
     try:
         finished = autograde_process.autograde(argv, root, environment(threads, guard_policy(root, job, records)),

@@ -1,0 +1,180 @@
+"""A graded notebook's kernel, forked with `torch` and ipykernel already imported instead of started cold.
+
+A new kernel costs a fresh Python, ipykernel and `import torch`: one to three seconds, every notebook of every
+student. The grading server (autograder.autograde_process) imports them once; each grading job forks, before
+nbgrader starts any thread, one waiting copy of itself. When nbgrader asks jupyter_client for the kernel, the
+provisioner below hands that copy the kernel's connection file, environment and folder instead of starting
+`python -m ipykernel_launcher`; the copy becomes an ordinary ipykernel with the grader's guard installed, as
+the guard's sitecustomize would install it in a cold kernel. It is the job's own child, so the job's sandbox
+(network namespace, memory cap, the subreaper that ends what it leaves behind) holds it as it held a cold one.
+
+Anything else (a kernel restart, another kernel spec) starts cold, as jupyter_client always does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+from jupyter_client.provisioning import LocalProvisioner
+
+NAME = "course-warm-kernel"
+# Imported once by the grading server, before any job forks: what every kernel would otherwise import itself.
+PRELOAD = ["torch", "ipykernel.kernelapp"]
+
+
+class _Waiting:
+    """The forked copy that waits to become the kernel, and the pipe its orders go down."""
+
+    def __init__(self, pid: int, orders: int):
+        self.pid, self.orders = pid, orders
+
+
+_waiting: _Waiting | None = None
+
+
+def fork_waiting_kernel() -> None:
+    """Fork the copy that will become this job's kernel. Call it while this process runs one thread only."""
+    global _waiting
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(write)
+        _become_kernel(read)  # never returns
+    os.close(read)
+    _waiting = _Waiting(pid, write)
+    from jupyter_client.provisioning.factory import EntryPoint, KernelProvisionerFactory
+
+    KernelProvisionerFactory.provisioners[NAME] = EntryPoint(
+        name=NAME, value=f"{__name__}:WarmKernelProvisioner", group=KernelProvisionerFactory.GROUP_NAME)
+    os.environ[KernelProvisionerFactory.default_provisioner_name_env] = NAME
+
+
+def discard() -> None:
+    """End the waiting copy if no kernel was asked of it."""
+    global _waiting
+    if _waiting is not None:
+        os.close(_waiting.orders)  # it reads the end of the pipe and leaves
+        os.waitpid(_waiting.pid, 0)
+        _waiting = None
+
+
+def _claim() -> _Waiting | None:
+    global _waiting
+    claimed, _waiting = _waiting, None
+    return claimed
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _become_kernel(orders: int) -> None:
+    """In the forked copy: wait for the kernel's orders, then be that kernel until it is told to stop."""
+    code = 0
+    try:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_DFL)
+        order = _read_all(orders)
+        os.close(orders)
+        if not order:
+            os._exit(0)
+        order = json.loads(order)
+        os.setsid()  # as jupyter_client starts a kernel: its own session, so its process group can be signalled
+        os.environ.clear()
+        os.environ.update(order["env"])
+        os.chdir(order["cwd"])
+        # What a cold start reads from the environment: the module path, the threads of torch's math.
+        base = [p for p in sys.path if p and p.startswith((sys.base_prefix, sys.prefix))]
+        sys.path[:] = [p for p in order["env"].get("PYTHONPATH", "").split(os.pathsep) if p] + base
+        sys.argv = [order["argv"][0], *order["argv"][3:]]
+        import torch
+
+        threads = order["env"].get("OMP_NUM_THREADS")
+        if threads:
+            torch.set_num_threads(int(threads))
+        if order["env"].get("COURSE_GRADING_GUARD"):
+            from autograder.guard.policy import install_from_environment
+
+            install_from_environment()
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance(argv=order["argv"][3:])
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:  # noqa: BLE001: reported where a kernel's errors go, the job's log
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        os._exit(code)
+
+
+class _ForkedKernel:
+    """What jupyter_client's LocalProvisioner expects of a `subprocess.Popen`, for the forked kernel."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+                self.returncode = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:
+                self.returncode = 0
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def _is_ipykernel(cmd: list[str]) -> bool:
+    """Whether `cmd` is the usual `<this python> -m ipykernel_launcher -f <connection file> ...`."""
+    return (len(cmd) >= 5 and os.path.realpath(cmd[0]) == os.path.realpath(sys.executable)
+            and cmd[1:3] == ["-m", "ipykernel_launcher"] and "-f" in cmd)
+
+
+class WarmKernelProvisioner(LocalProvisioner):
+    """jupyter_client's local provisioner, which hands the job's waiting copy the kernel's orders when it can."""
+
+    async def launch_kernel(self, cmd: list[str], **kwargs):
+        waiting = _claim() if _is_ipykernel(cmd) else None
+        if waiting is None:
+            return await super().launch_kernel(cmd, **kwargs)
+        order = {"argv": cmd, "env": dict(kwargs.get("env") or os.environ), "cwd": str(kwargs.get("cwd") or os.getcwd())}
+        _write_all(waiting.orders, json.dumps(order).encode())
+        os.close(waiting.orders)
+        self.process = _ForkedKernel(waiting.pid)
+        self.pid = self.pgid = waiting.pid
+        self.cwd = order["cwd"]
+        return self.connection_info

@@ -1,0 +1,111 @@
+"""The warm kernel (autograder.warm_kernel): a forked kernel is an ordinary ipykernel that behaves as a cold one
+would in grading: the job's environment, folder and math threads, the guard on, its own session, the job's child;
+a second kernel, or a kernel of another command, starts cold; an unclaimed copy leaves when discarded."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from autograder.nbgrader_run import environment
+from autograder.paths import ROOT
+
+# Runs in a fresh process, as a grading job does: fork the waiting copy first, while one thread runs.
+SCRIPT = textwrap.dedent('''
+    import asyncio, json, os, sys
+    import torch  # imported before the fork, as the grading server imports it
+    from autograder import warm_kernel
+    warm_kernel.fork_waiting_kernel()
+    waiting_pid = warm_kernel._waiting.pid
+    from jupyter_client.manager import AsyncKernelManager
+
+    FACTS = """
+    import json, os, sys, torch
+    facts = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(),
+             "threads": torch.get_num_threads(), "marker": os.environ.get("WARM_TEST_MARKER"),
+             "guard": "COURSE_GRADING_GUARD" in os.environ, "path0": sys.path[:3]}
+    try:
+        open(os.environ["FORBIDDEN"]).read()
+        facts["forbidden"] = "read"
+    except PermissionError as error:
+        facts["forbidden"] = str(error)
+    print("FACTS" + json.dumps(facts))
+    """
+
+    async def facts(cwd):
+        km = AsyncKernelManager(kernel_name="python3", shutdown_wait_time=5)
+        await km.start_kernel(cwd=cwd, env=dict(os.environ, WARM_TEST_MARKER="from the job"))
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=60)
+        reply = {}
+        def output(message):
+            if message["msg_type"] == "stream" and "FACTS" in message["content"]["text"]:
+                reply.update(json.loads(message["content"]["text"].split("FACTS", 1)[1]))
+        await kc.execute_interactive(FACTS, output_hook=output, timeout=60)
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+        return reply
+
+    async def main():
+        first = await facts(sys.argv[1])
+        second = await facts(sys.argv[1])
+        print("RESULT" + json.dumps({"job": os.getpid(), "waiting": waiting_pid, "first": first, "second": second}))
+
+    asyncio.run(main())
+''')
+
+
+def _run(tmp_path: Path, guard: dict | None) -> dict:
+    env = environment(threads=1, guard=guard)
+    env["FORBIDDEN"] = str(tmp_path / "secret.txt")
+    result = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.split("RESULT", 1)[1])
+
+
+def test_the_forked_kernel_is_the_jobs_own_child_with_its_environment_folder_threads_and_guard(tmp_path):
+    (tmp_path / "secret.txt").write_text("the grader's")
+    records = tmp_path / "records"
+    records.mkdir()
+    guard = {"records": str(records), "violations": str(records / "violations.jsonl"),
+             "read": [[str(tmp_path / "secret.txt"), False]], "write": [], "preload": []}
+    found = _run(tmp_path, guard)
+    first = found["first"]
+    assert first["pid"] == found["waiting"], "the first kernel is the copy forked before nbgrader started"
+    assert first["ppid"] == found["job"], "it is the job's own child, inside the job's sandbox"
+    assert first["pgid"] == first["pid"], "its own session and process group, as jupyter_client starts a kernel"
+    assert Path(first["cwd"]) == tmp_path
+    assert first["threads"] == 1 and first["marker"] == "from the job" and first["guard"]
+    assert "may not read the grader's files" in first["forbidden"]
+    assert (records / "violations.jsonl").exists()
+    second = found["second"]
+    assert second["pid"] != found["waiting"], "a second kernel starts cold"
+    assert second["ppid"] == found["job"] and second["threads"] == 1 and second["marker"] == "from the job"
+    assert "may not read the grader's files" in second["forbidden"], "the cold one gets the guard from sitecustomize"
+
+
+def test_without_a_guard_the_forked_kernel_reads_freely(tmp_path):
+    (tmp_path / "secret.txt").write_text("anyone's")
+    found = _run(tmp_path, None)
+    assert found["first"]["pid"] == found["waiting"]
+    assert found["first"]["forbidden"] == "read" and not found["first"]["guard"]
+
+
+def test_an_unclaimed_copy_leaves_when_discarded():
+    script = textwrap.dedent('''
+        import os, psutil
+        from autograder import warm_kernel
+        warm_kernel.fork_waiting_kernel()
+        pid = warm_kernel._waiting.pid
+        assert psutil.pid_exists(pid)
+        warm_kernel.discard()
+        assert not psutil.pid_exists(pid) and not psutil.Process().children()
+        print("gone")
+    ''')
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=environment(), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "gone", result.stderr[-2000:]
