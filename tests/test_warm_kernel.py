@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import autograder
+from autograder.guard.policy import policy_for
 from autograder.nbgrader_run import environment
 from autograder.paths import ROOT
 
@@ -22,7 +24,8 @@ SCRIPT = textwrap.dedent('''
     from jupyter_client.manager import AsyncKernelManager
 
     FACTS = """
-    import json, os, sys, torch
+    import inspect, json, os, sys, traceback, torch
+    inspect.stack(), traceback.format_stack()  # the source of every frame down to the kernel's start
     facts = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(),
              "threads": torch.get_num_threads(), "marker": os.environ.get("WARM_TEST_MARKER"),
              "guard": "COURSE_GRADING_GUARD" in os.environ, "path0": sys.path[:3]}
@@ -60,7 +63,7 @@ SCRIPT = textwrap.dedent('''
 
 def _run(tmp_path: Path, guard: dict | None) -> dict:
     env = environment(threads=1, guard=guard)
-    env["FORBIDDEN"] = str(tmp_path / "secret.txt")
+    env["FORBIDDEN"] = str(tmp_path / "gradebook.db")
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -68,11 +71,10 @@ def _run(tmp_path: Path, guard: dict | None) -> dict:
 
 
 def test_the_forked_kernel_is_the_jobs_own_child_with_its_environment_folder_threads_and_guard(tmp_path):
-    (tmp_path / "secret.txt").write_text("the grader's")
+    (tmp_path / "gradebook.db").write_text("the grader's")
     records = tmp_path / "records"
     records.mkdir()
-    guard = {"records": str(records), "violations": str(records / "violations.jsonl"),
-             "read": [[str(tmp_path / "secret.txt"), False]], "write": [], "preload": []}
+    guard = policy_for(tmp_path, Path(autograder.__file__).parent, "01_positional_encoding", "alice", records, [])
     found = _run(tmp_path, guard)
     first = found["first"]
     assert first["pid"] == found["waiting"], "the first kernel is the copy forked before nbgrader started"
@@ -81,15 +83,16 @@ def test_the_forked_kernel_is_the_jobs_own_child_with_its_environment_folder_thr
     assert Path(first["cwd"]) == tmp_path
     assert first["threads"] == 1 and first["marker"] == "from the job" and first["guard"]
     assert "may not read the grader's files" in first["forbidden"]
-    assert (records / "violations.jsonl").exists()
     second = found["second"]
     assert second["pid"] != found["waiting"], "a second kernel starts cold"
     assert second["ppid"] == found["job"] and second["threads"] == 1 and second["marker"] == "from the job"
     assert "may not read the grader's files" in second["forbidden"], "the cold one gets the guard from sitecustomize"
+    blocked = [json.loads(line)["detail"] for line in (records / "violations.jsonl").read_text().splitlines()]
+    assert blocked == [str(tmp_path / "gradebook.db")] * 2, "reading its own stack's source is no violation"
 
 
 def test_without_a_guard_the_forked_kernel_reads_freely(tmp_path):
-    (tmp_path / "secret.txt").write_text("anyone's")
+    (tmp_path / "gradebook.db").write_text("anyone's")
     found = _run(tmp_path, None)
     assert found["first"]["pid"] == found["waiting"]
     assert found["first"]["forbidden"] == "read" and not found["first"]["guard"]

@@ -30,6 +30,11 @@ _WRITE_EVENTS = {"os.remove", "os.rmdir", "os.mkdir", "os.rename", "os.symlink",
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
+# The grader's modules a graded kernel may read: the package's __init__, and those a warm kernel
+# (autograder.warm_kernel) was forked inside, whose lines a traceback or `inspect.stack()` shows.
+KERNEL_STACK = ["__init__", "autograde_process", "warm_kernel"]
+
+
 def policy_for(course_root: Path, package_root: Path, assignment: str, student: str, records: Path,
                preload: list[str]) -> dict:
     """The policy for grading `student`'s `assignment` in `course_root` with the grader package at `package_root`.
@@ -41,8 +46,9 @@ def policy_for(course_root: Path, package_root: Path, assignment: str, student: 
     read = [[course_root / name, False] for name in ("source", "gradebook.db", "grading", "submitted", "autograded",
                                                      "feedback", "reports", "grades.csv", "autograder")]
     read += [[package_root, False], [package_root / "hidden", True], [package_root / "guard", True],
-             [package_root / "__init__.py", True], [package_root / "__pycache__" / "__init__.", True],
              [records, True]] + [[folder, True] for folder in own]
+    for module in KERNEL_STACK:  # a warm kernel runs inside them: reading its own stack's source is no attack
+        read += [[package_root / f"{module}.py", True], [package_root / "__pycache__" / f"{module}.", True]]
     write = [[Path("/"), False], [Path(tempfile.gettempdir()), True], [Path.home() / ".cache", True], [Path.home() / ".config" / "matplotlib", True],
              [Path("/dev"), True], [course_root, False], [package_root.parent, False],
              [course_root / "autograded" / student / assignment, True], [records, True]]
