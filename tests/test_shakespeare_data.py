@@ -79,7 +79,7 @@ def test_training_helper_trains_validates_and_reports(split):
     model = DecoderOnlyTransformer(vocab_size, 16, 2, 32, 1, 128)
     seen = []
     history = train_language_model(model, train[:64], val, ref.evaluate, max_steps=6, batch_size=4, lr=1e-2,
-                                   eval_every=3, eval_windows=4, after_step=lambda step, s: seen.append(step))
+                                   warmup_steps=1, eval_every=3, eval_windows=4, after_step=lambda step, s: seen.append(step))
     assert history["step"] == list(range(1, 7)) and len(history["train"]) == 6
     assert history["eval_step"] == [3, 6] and history["eval_windows"] == 4
     assert history["train"][-1] < history["train"][0], "a few steps at lr 1e-2 should lower the loss"
