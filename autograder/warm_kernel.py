@@ -97,6 +97,7 @@ def _become_kernel(orders: int) -> None:
         base = [p for p in sys.path if p and p.startswith((sys.base_prefix, sys.prefix))]
         sys.path[:] = [p for p in order["env"].get("PYTHONPATH", "").split(os.pathsep) if p] + base
         sys.argv = [order["argv"][0], *order["argv"][3:]]
+        _be_a_main_process()
         import torch
 
         threads = order["env"].get("OMP_NUM_THREADS")
@@ -118,6 +119,22 @@ def _become_kernel(orders: int) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+def _be_a_main_process() -> None:
+    """Be, to `multiprocessing`, the main process of a fresh Python, as a cold kernel is: no parent process, no
+    children, and the platform's default start method. (The grading job is a forkserver's child; a lock made
+    under that start method would be registered with the grader's resource tracker and, the kernel being
+    killed at the end, reported as leaked when grading ends.)"""
+    import multiprocessing
+    from multiprocessing import process
+
+    me = process.current_process()
+    me._identity, me._name, me._parent_pid, me._parent_name, me._popen = (), "MainProcess", None, None, None
+    me._config["daemon"] = False
+    process._parent_process = None
+    process._children = set()
+    multiprocessing.set_start_method(None, force=True)
 
 
 class _ForkedKernel:

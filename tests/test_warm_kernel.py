@@ -16,19 +16,22 @@ from autograder.paths import ROOT
 
 # Runs in a fresh process, as a grading job does: fork the waiting copy first, while one thread runs.
 SCRIPT = textwrap.dedent('''
-    import asyncio, json, os, sys
+    import asyncio, json, multiprocessing, os, sys
     import torch  # imported before the fork, as the grading server imports it
+    multiprocessing.set_start_method("forkserver")  # as in a grading job, a forkserver's child
     from autograder import warm_kernel
     warm_kernel.fork_waiting_kernel()
     waiting_pid = warm_kernel._waiting.pid
     from jupyter_client.manager import AsyncKernelManager
 
     FACTS = """
-    import inspect, json, os, sys, traceback, torch
+    import inspect, json, multiprocessing, os, sys, traceback, torch
     inspect.stack(), traceback.format_stack()  # the source of every frame down to the kernel's start
     facts = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(),
              "threads": torch.get_num_threads(), "marker": os.environ.get("WARM_TEST_MARKER"),
-             "guard": "COURSE_GRADING_GUARD" in os.environ, "path0": sys.path[:3]}
+             "guard": "COURSE_GRADING_GUARD" in os.environ, "path0": sys.path[:3],
+             "multiprocessing": [multiprocessing.get_start_method(), multiprocessing.current_process().name,
+                                 multiprocessing.parent_process() is None]}
     try:
         open(os.environ["FORBIDDEN"]).read()
         facts["forbidden"] = "read"
@@ -76,14 +79,15 @@ def test_the_forked_kernel_is_the_jobs_own_child_with_its_environment_folder_thr
     records.mkdir()
     guard = policy_for(tmp_path, Path(autograder.__file__).parent, "01_positional_encoding", "alice", records, [])
     found = _run(tmp_path, guard)
-    first = found["first"]
+    first, second = found["first"], found["second"]
     assert first["pid"] == found["waiting"], "the first kernel is the copy forked before nbgrader started"
     assert first["ppid"] == found["job"], "it is the job's own child, inside the job's sandbox"
     assert first["pgid"] == first["pid"], "its own session and process group, as jupyter_client starts a kernel"
     assert Path(first["cwd"]) == tmp_path
     assert first["threads"] == 1 and first["marker"] == "from the job" and first["guard"]
+    assert first["multiprocessing"] == second["multiprocessing"] == ["fork", "MainProcess", True], \
+        "to multiprocessing, the main process of a fresh Python, as a cold kernel is"
     assert "may not read the grader's files" in first["forbidden"]
-    second = found["second"]
     assert second["pid"] != found["waiting"], "a second kernel starts cold"
     assert second["ppid"] == found["job"] and second["threads"] == 1 and second["marker"] == "from the job"
     assert "may not read the grader's files" in second["forbidden"], "the cold one gets the guard from sitecustomize"
