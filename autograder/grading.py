@@ -153,16 +153,21 @@ def guard_policy(root: Path, job: Job, records: Path) -> dict:
     return policy_for(root.resolve(), Path(__file__).resolve().parent, job.assignment, job.student, records, earlier)
 
 
+def autograde_argv(root: Path, job: Job, limits: Limits = Limits()) -> list[str]:
+    """nbgrader's arguments for autograding `job` into its private gradebook, `job.database`."""
+    extra = [] if limits.cell_seconds is None else [f"--Execute.timeout={limits.cell_seconds:g}"]
+    return ["autograde", job.assignment, f"--student={job.student}", "--force", *FAST_KERNEL_END,
+            f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, f"--CourseDirectory.root={root}"]
+
+
 def autograde_one(root: Path, job: Job, threads: int, limits: Limits = Limits()) -> Job:
     """Run nbgrader autograde for one (assignment, student) into `job.database`, its kernel guarded, then judge
     what its hidden tests recorded (autograder.verify); record why it failed, if it did."""
     started = time.perf_counter()
-    extra = [] if limits.cell_seconds is None else [f"--Execute.timeout={limits.cell_seconds:g}"]
     records = job.database.with_suffix(".records")
     shutil.rmtree(records, ignore_errors=True)
     records.mkdir(parents=True)
-    argv = ["autograde", job.assignment, f"--student={job.student}", "--force", *FAST_KERNEL_END,
-            f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, f"--CourseDirectory.root={root}"]
+    argv = autograde_argv(root, job, limits)
     try:
         finished = autograde_process.autograde(argv, root, environment(threads, guard_policy(root, job, records)),
                                                records.with_suffix(".log"), limits.memory_mb, limits.notebook_seconds)

@@ -35,10 +35,15 @@ _waiting: _Waiting | None = None
 
 
 def fork_waiting_kernel() -> None:
-    """Fork the copy that will become this job's kernel. Call it while this process runs one thread only."""
+    """Fork the copy that will become this job's kernel. Call it while this process runs one thread only.
+    Where the machine refuses the fork (out of processes or memory), the kernel starts cold, as it always could."""
     global _waiting
-    read, write = os.pipe()
-    pid = os.fork()
+    try:
+        read, write = os.pipe()
+        pid = os.fork()
+    except OSError as error:
+        print(f"warm kernel: none ({error}); the kernel starts cold", file=sys.stderr)
+        return
     if pid == 0:
         os.close(write)
         _become_kernel(read)  # never returns

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from autograder import autograde_process  # noqa: E402
 from autograder.gradebook_merge import snapshot, worker_gradebook  # noqa: E402
-from autograder.grading import FAST_KERNEL_END, Job, guard_policy  # noqa: E402
+from autograder.grading import FAST_KERNEL_END, Job, autograde_argv, guard_policy  # noqa: E402
 from autograder.nbgrader_run import environment, nbgrader  # noqa: E402
 from autograder.paths import copy_course, notebook_path  # noqa: E402
 from autograder.release import release  # noqa: E402
@@ -59,8 +59,7 @@ def profile_one(root: Path, template: Path, assignment: str, student: str, threa
     records.mkdir(parents=True)
     marks_path = scratch / "marks.jsonl"
     marks_path.unlink(missing_ok=True)
-    argv = ["autograde", assignment, f"--student={student}", "--force", *(FAST_KERNEL_END if warm else []),
-            f"--CourseDirectory.db_url=sqlite:///{job.database}", f"--CourseDirectory.root={root}"]
+    argv = [arg for arg in autograde_argv(root, job) if warm or arg not in FAST_KERNEL_END]
     env = environment(threads, guard_policy(root, job, records))
     began = time.time()
     process = autograde_process.context().Process(

@@ -116,3 +116,20 @@ def test_an_unclaimed_copy_leaves_when_discarded():
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=environment(), capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "gone", result.stderr[-2000:]
+
+
+def test_where_the_fork_is_refused_the_kernel_starts_cold():
+    script = textwrap.dedent('''
+        import os
+        from autograder import warm_kernel
+        def refuse():
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        os.fork = refuse
+        warm_kernel.fork_waiting_kernel()
+        assert warm_kernel._claim() is None
+        print("cold")
+    ''')
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=environment(), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "cold", result.stderr[-2000:]
+    assert "the kernel starts cold" in result.stderr
