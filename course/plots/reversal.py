@@ -1,0 +1,137 @@
+"""06 · Reversal: the training curves against the floor, and the trained model's attention."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+
+from course.plots.drawing import not_written_yet, heatmap
+
+def show_reversal_training(runs: dict, half_len: int, vocab_size: int, smooth: int = 20) -> None:
+    """Loss curves against the task's floor, and per-position accuracy against chance, for one or more runs.
+
+    runs: {label: (losses, accuracy)}, with losses a list of floats and accuracy a tensor (2 * half_len - 1,).
+    """
+    import math
+
+    n, V = half_len, vocab_size
+    floor = (n - 1) / (2 * n - 1) * math.log(V)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4))
+    colors = ["tab:blue", "tab:red", "tab:green", "tab:purple"]
+    width = 0.8 / len(runs)
+    positions = torch.arange(1, 2 * n)  # the index of the predicted token
+    for k, (label, (losses, accuracy)) in enumerate(runs.items()):
+        losses = torch.tensor(losses, dtype=torch.float64)
+        window = max(1, min(smooth, len(losses)))
+        smoothed = losses.unfold(0, window, 1).mean(1) if len(losses) >= window else losses
+        left.plot(range(window, window + len(smoothed)), smoothed, color=colors[k % 4], label=label)
+        right.bar(positions + (k - (len(runs) - 1) / 2) * width, torch.as_tensor(accuracy).cpu().float(), width,
+                  color=colors[k % 4], label=label)
+    left.axhline(floor, color="black", linestyle=":", label=f"floor  (n-1)/(2n-1)·ln V = {floor:.3f}")
+    left.axhline(math.log(V), color="grey", linestyle="--", linewidth=1, label=f"uniform guess  ln V = {math.log(V):.3f}")
+    left.set(xlabel="step", ylabel="loss (nats per prediction)", title=f"training loss (mean of {smooth} steps)",
+             ylim=(0, math.log(V) * 1.15))
+    left.legend(fontsize=8)
+    right.axvspan(0.5, n - 0.5, color="tab:orange", alpha=0.08)
+    right.text(n / 2, 1.04, "random first half", ha="center", fontsize=9)
+    right.text(n + (n - 1) / 2, 1.04, "mirrored second half", ha="center", fontsize=9)
+    right.axhline(1 / V, color="black", linestyle="--", linewidth=1, label=f"chance 1/V = {1 / V:.2f}")
+    right.set(xlabel="index of the predicted token", ylabel="accuracy", ylim=(0, 1.12), xticks=positions.tolist(),
+              title="next-token accuracy by position")
+    right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
+    fig.tight_layout()
+    plt.show()
+
+
+def _attention_submodules(model) -> list | None:
+    """Each block's attention submodule, `model.blocks[i].attn`, in order; None when the model has none."""
+    blocks = getattr(model, "blocks", None)
+    if blocks is None or len(blocks) == 0 or not all(hasattr(block, "attn") for block in blocks):
+        return None
+    return [block.attn for block in blocks]
+
+
+def _recorded_attention(model, batch: torch.Tensor, attention_modules: list) -> list:
+    """Run `model` on `batch` (B, T) once in eval mode without gradients and return what each attention module
+    returned as its weights, averaged over the batch: one tensor (n_heads, T, T) on the CPU per module, or None
+    where the module did not return `(output, weights (B, n_heads, T, T))`. The model's mode is restored and the
+    hooks are removed whatever happens."""
+    recorded = [None] * len(attention_modules)
+
+    def keeper(layer: int):
+        def keep(module, inputs, output):
+            weights = output[1] if isinstance(output, tuple) and len(output) == 2 else None
+            if isinstance(weights, torch.Tensor) and weights.dim() == 4:
+                recorded[layer] = weights.detach().to("cpu", torch.float64).mean(dim=0)
+        return keep
+
+    hooks = [module.register_forward_hook(keeper(layer)) for layer, module in enumerate(attention_modules)]
+    mode_before = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(batch)
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.train(mode_before)
+    return recorded
+
+
+def _copying_queries(half_len: int) -> torch.Tensor:
+    """The positions t = n - 1 .. 2n - 2 whose next token, t + 1, is in the mirrored half: (n,)."""
+    return torch.arange(half_len - 1, 2 * half_len - 1)
+
+
+def mirror_weights(weights: torch.Tensor, half_len: int) -> torch.Tensor:
+    """weights (n_heads, 2n, 2n) -> (n_heads,): the weight each query t = n - 1 .. 2n - 2 (those whose next token
+    is a mirrored one) puts on key 2n - 2 - t, the token it must copy next, averaged over those queries."""
+    n = half_len
+    queries = _copying_queries(n)
+    return weights[:, queries, 2 * n - 2 - queries].mean(dim=-1)
+
+
+def show_trained_attention(model, batch: torch.Tensor, half_len: int) -> None:
+    """The attention of a model trained on reversal: one heatmap per head (columns) and layer (rows), each the
+    weights averaged over `batch` (B, 2 * half_len), query down, key across; outlined, the key 2n - 2 - t that each
+    query t = n - 1 .. 2n - 2 must read to predict the mirrored token t + 1. Below, for every head, the average
+    weight on those keys."""
+    n = half_len
+    attention_modules = _attention_submodules(model)
+    if attention_modules is None:
+        print("⏳ This figure reads the attention of every block, `model.blocks[i].attn`, as notebook 05 names "
+              "them; your model has no such submodules, so there is nothing to draw yet.")
+        return
+    parameter = next(model.parameters(), None)
+    try:
+        recorded = _recorded_attention(model, batch.to(parameter.device) if parameter is not None else batch,
+                                       attention_modules)
+    except NotImplementedError:
+        return not_written_yet(type(model).__name__)
+    if any(weights is None for weights in recorded):
+        print("⏳ This figure needs each block's `attn` to return `(output, weights)`, with weights "
+              "(B, n_heads, T_q, T_k), as notebook 04 asks; yours do not yet.")
+        return
+    n_layers, n_heads = len(recorded), recorded[0].shape[0]
+    mirrors = [mirror_weights(weights, n) for weights in recorded]  # n_layers tensors (n_heads,)
+    queries = _copying_queries(n)
+    fig, axes = plt.subplots(n_layers, n_heads, figsize=(3.2 * n_heads, 3.2 * n_layers), squeeze=False)
+    for layer, weights in enumerate(recorded):
+        for head, ax in enumerate(axes[layer]):
+            heatmap(ax, weights[head], f"layer {layer}, head {head}: {mirrors[layer][head]:.2f}",
+                    "key" if layer == n_layers - 1 else "", "query" if head == 0 else "", cmap="Blues", vmin=0,
+                    vmax=1, colorbar=head == n_heads - 1)
+            ax.plot(2 * n - 2 - queries, queries, "s", markersize=9, markerfacecolor="none",
+                    markeredgecolor="tab:red", markeredgewidth=1.2)
+            ax.axhline(n - 1.5, color="tab:orange", linestyle=":", linewidth=1)
+            ax.set_xticks(range(0, 2 * n, 2))
+            ax.set_yticks(range(0, 2 * n, 2))
+    fig.suptitle(f"Attention after training, averaged over {batch.shape[0]} sequences (row = query t, column = key)\n"
+                 "red squares: key 2n - 2 - t, the token that query t must copy next; they start below the dotted line")
+    fig.tight_layout()
+    plt.show()
+    print("Average weight a query puts on the key it must copy, over the queries below the dotted line "
+          "(1 = all of it):")
+    for layer, found in enumerate(mirrors):
+        print(f"layer {layer}: " + "   ".join(f"head {head} {w:.2f}" for head, w in enumerate(found.tolist())))
+    layer, head = divmod(int(torch.stack(mirrors).argmax()), n_heads)
+    print(f"The clearest mirror: layer {layer}, head {head}, with {mirrors[layer][head]:.2f}.")
