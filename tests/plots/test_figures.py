@@ -1,25 +1,12 @@
 """The figures tell the truth: a correct answer is never shown as wrong, and what a figure claims is what it draws."""
 from __future__ import annotations
 
-import matplotlib
+import pytest
+import torch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from autograder.reference.attention_block import MultiHeadAttention  # noqa: E402
-from autograder.reference.masking import causal_mask, masked_attention  # noqa: E402
-from course import plots  # noqa: E402
-
-
-@pytest.fixture
-def figures(monkeypatch) -> list:
-    """The figures the plots would show, kept instead of shown."""
-    shown = []
-    monkeypatch.setattr(plt, "show", lambda: shown.append(plt.gcf()))
-    yield shown
-    plt.close("all")
+from autograder.reference.attention_block import MultiHeadAttention
+from autograder.reference.masking import causal_mask, masked_attention
+from course import plots
 
 
 def mask_after_softmax(Q, K, V, mask=None):
