@@ -15,7 +15,7 @@ import torch
 
 from autograder.hidden.observe import HiddenTestFailed
 from autograder.reference import attention_block as reference_block
-from course.checks.crash import describe_call, describe_value
+from course.checks.crash import describe_call, describe_crash, describe_crash_in_check, describe_value
 from course.checks.report import CheckFailed
 from tests.exercises import hidden_test, visible_check
 from tests.notebooks import ROOT
@@ -182,3 +182,53 @@ def test_in_a_notebook_the_message_comes_first_then_the_students_traceback(tmp_p
                      r"positional_encoding: return position @ torch.ones\(max_len, d_model\)", plain), plain
     debugging = plain.split("The traceback of that error", 1)[1]
     assert "Cell In[2], line 3" in debugging and "course/checks" not in debugging, debugging
+
+
+# A second device for the tests below: "meta" tensors stand in for CUDA ones (these tests build the message, they
+# never feed meta tensors to a check). PyTorch words a mix of devices in one operation in a few ways.
+def mask_left_on_another_device(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5
+    allowed = torch.ones(scores.shape[-2:], dtype=torch.bool, device="meta")
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ V, scores
+
+
+class EmbeddingWithPlainAttribute(torch.nn.Module):  # a plain attribute: `.to(device)` leaves it where it was
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.pe = torch.zeros(8, 4, device="meta")
+
+    def forward(self, tokens):
+        return self.embed(tokens) + self.pe[: tokens.shape[-1]]
+
+
+def as_on_cuda(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1)
+    allowed = torch.ones(scores.shape[-2:], dtype=torch.bool, device="meta")
+    raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+                       "cpu!") if allowed.device != scores.device else None
+
+
+@pytest.mark.parametrize("crash", [lambda: mask_left_on_another_device(*torch.randn(3, 2, 4, 5)),
+                                   lambda: as_on_cuda(*torch.randn(3, 2, 4, 5))], ids=["torch's words", "cuda's words"])
+def test_a_mix_of_devices_names_each_tensor_of_the_line_by_device(crash):
+    with pytest.raises(RuntimeError) as raised:
+        crash()
+    for message in (describe_crash(raised.value), describe_crash_in_check(raised.value)):
+        assert "`scores` is on cpu" in message and "`allowed` is on meta" in message, message
+        assert "`device=x.device`" in message and "never call `.cpu()`" in message, message
+
+
+def test_a_plain_attribute_left_behind_is_named_with_its_module():
+    with pytest.raises(RuntimeError) as raised:
+        EmbeddingWithPlainAttribute()(torch.tensor([[1, 2, 3]]))
+    message = describe_crash(raised.value)
+    assert "`self.pe` is on meta" in message and "`tokens` is on cpu" in message, message
+    assert "self.register_buffer" in message, message
+
+
+def test_other_errors_say_nothing_of_devices():
+    with pytest.raises(RuntimeError) as raised:
+        positional_encoding(4, 3)
+    assert "device" not in describe_crash(raised.value).split("\n  ", 1)[1], describe_crash(raised.value)

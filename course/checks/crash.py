@@ -2,11 +2,13 @@
 device), the error, and the line; for the visible checks' failures and the hidden tests' verdicts alike."""
 from __future__ import annotations
 
+import ast
 import inspect
 import linecache
 import os
 import sys
 import sysconfig
+import textwrap
 import traceback
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -135,6 +137,70 @@ def _crash(exc: BaseException) -> tuple[str | None, str, str | None]:
     return describe_call(entries[0].tb_frame), error_text(exc), _where(entries[-1])
 
 
+DEVICES_MIXED = ("Expected all tensors to be on the same device", "is not on the expected device",
+                 "should be either on cpu or on the same device")  # PyTorch's words when one operation mixes devices
+DEVICE_ADVICE = ("Make every tensor you create on the inputs' device (`device=x.device`), keep a fixed tensor of a "
+                 "module with `self.register_buffer` so that `.to(device)` moves it too, and never call `.cpu()` "
+                 "inside a forward pass.")
+
+
+def _statement_at(frame: FrameType, lineno: int) -> ast.stmt | None:
+    """The innermost statement of `frame`'s function that spans line `lineno` (a statement may run over lines)."""
+    code = frame.f_code
+    lines = linecache.getlines(code.co_filename, frame.f_globals)
+    try:
+        block = inspect.getblock(lines[code.co_firstlineno - 1:])
+        tree = ast.parse(textwrap.dedent("".join(block)))
+    except (SyntaxError, IndexError, ValueError):
+        return None
+    line = lineno - code.co_firstlineno + 1
+    spanning = [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and not isinstance(
+        node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.lineno <= line <= node.end_lineno]
+    return min(spanning, key=lambda node: node.end_lineno - node.lineno, default=None)
+
+
+def _names_in(statement: ast.stmt) -> list[str]:
+    """The variables and `self.` attributes a statement reads, in order: `scores.masked_fill(~mask, ...)` gives
+    ["scores", "mask"], `self.pe[:T] + x` gives ["self.pe", "x"]."""
+    found = []
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            found.append(((node.lineno, node.col_offset), f"self.{node.attr}"))
+        elif isinstance(node, ast.Name) and node.id != "self":
+            found.append(((node.lineno, node.col_offset), node.id))
+    return list(dict.fromkeys(name for _, name in sorted(found)))
+
+
+def _value_of(frame: FrameType, name: str):
+    if name.startswith("self."):
+        return getattr(frame.f_locals.get("self"), name.removeprefix("self."), None)
+    return frame.f_locals.get(name)
+
+
+def devices_apart(exc: BaseException) -> str | None:
+    """For an error that mixed devices in one operation: which tensors of the student's failing line are on which
+    device (`mask` on cpu, `scores` on cuda:0), and what to do; None for any other error."""
+    import torch
+
+    if not any(words in str(exc) for words in DEVICES_MIXED):
+        return None
+    entries = _student_entries(exc)
+    if not entries:
+        return None
+    frame = entries[-1].tb_frame
+    statement = _statement_at(frame, entries[-1].tb_lineno)
+    by_device: dict[str, list[str]] = {}
+    for name in _names_in(statement) if statement is not None else []:
+        value = _value_of(frame, name)
+        if isinstance(value, torch.Tensor) and value.dim() > 0:  # a 0-dim CPU tensor goes with any device
+            by_device.setdefault(str(value.device), []).append(f"`{name}`")
+    if len(by_device) < 2:
+        return f"Two tensors on different devices met in one operation. {DEVICE_ADVICE}"
+    places = "; ".join(f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} on {device}"
+                       for device, names in by_device.items())
+    return f"On that line {places}: they must be on one device. {DEVICE_ADVICE}"
+
+
 OUTSIDE = ("{runner} stopped on an error outside your own code (often a sign that what your code returned is not what "
            "the exercise asks for)")
 
@@ -145,7 +211,8 @@ def describe_crash(exc: BaseException, runner: str = "the hidden test") -> str:
     call, error, where = _crash(exc)
     if call is None:
         return f"{OUTSIDE.format(runner=runner)}: {error}"
-    return f"{call} raised {error}\n  {where}"
+    apart = devices_apart(exc)
+    return f"{call} raised {error}\n  {where}" + (f"\n  {apart}" if apart else "")
 
 
 def describe_crash_in_check(exc: BaseException) -> str:
@@ -153,7 +220,8 @@ def describe_crash_in_check(exc: BaseException) -> str:
     call, error, where = _crash(exc)
     if call is None:
         return f"{error}\n  {OUTSIDE.format(runner='The check')}."
-    return f"{error}\n  {call} raised it, {where}"
+    apart = devices_apart(exc)
+    return f"{error}\n  {call} raised it, {where}" + (f"\n  {apart}" if apart else "")
 
 
 def student_traceback(exc: BaseException) -> list[str]:
