@@ -1,4 +1,5 @@
-"""04 · The attention block: heads with random weights, and post-norm against pre-norm."""
+"""04 · The attention block: heads with random weights, how the heads are split and merged, which numbers layer
+norm and batch norm normalise together, and post-norm against pre-norm."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -91,3 +92,151 @@ def show_block_diagram() -> None:
                 pre, [(0, 3), (3, 6)])
     fig.tight_layout()
     plt.show()
+
+
+def _cells(ax, groups: list[list[int]], colours: list, labels=None, title: str = "", fontsize: int = 8):
+    """A grid of cells on `ax`: `groups[i][j]` picks the colour of cell (i, j) from `colours`, `labels[i][j]` (if
+    given) is written in it. White lines separate the cells."""
+    from matplotlib.colors import ListedColormap
+
+    rows, cols = len(groups), len(groups[0])
+    ax.imshow(torch.tensor(groups).numpy(), cmap=ListedColormap(colours), vmin=-0.5, vmax=len(colours) - 0.5)
+    if labels is not None:
+        for i, row in enumerate(labels):
+            for j, label in enumerate(row):
+                ax.text(j, i, label, ha="center", va="center", fontsize=fontsize)
+    ax.set_xticks([x - 0.5 for x in range(1, cols)], minor=True)
+    ax.set_yticks([y - 0.5 for y in range(1, rows)], minor=True)
+    ax.grid(which="minor", color="white", lw=2)
+    ax.tick_params(which="both", length=0, labelsize=fontsize)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_title(title, fontsize=fontsize + 1)
+
+
+def show_norm_axes(batch: int = 2, tokens: int = 3, d_model: int = 8) -> None:
+    """Which numbers share one mean and variance, for an activation (batch, tokens, d_model) laid out flat: one row
+    per token (batch item after batch item), one column per feature. Layer norm: one colour per row (token); batch
+    norm: one colour per column (feature)."""
+    rows = batch * tokens
+    palette = list(plt.get_cmap("Set3").colors) * (1 + max(rows, d_model) // 12)
+    per_token = [[r] * d_model for r in range(rows)]
+    per_feature = [list(range(d_model)) for _ in range(rows)]
+    row_names = [f"seq {r // tokens} · token {r % tokens}" for r in range(rows)]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.5 * rows + 2.0))
+    panels = [(f"layer norm: one mean and variance per token\n({rows} of them, each over the token's "
+               f"{d_model} features)", per_token),
+              (f"batch norm: one mean and variance per feature\n({d_model} of them, each over {batch} sequences "
+               f"× {tokens} positions = {rows} numbers)", per_feature)]
+    for ax, (title, groups) in zip(axes, panels):
+        _cells(ax, groups, palette, title=title, fontsize=9)
+        ax.set_yticks(range(rows), row_names)
+        ax.set_xticks(range(d_model), [str(c) for c in range(d_model)])
+        ax.set_xlabel("feature (the d_model axis)", fontsize=9)
+        for b in range(1, batch):
+            ax.axhline(b * tokens - 0.5, color="k", lw=2)
+    fig.suptitle(f"x of shape (B, T, d_model) = ({batch}, {tokens}, {d_model}), one row per token: "
+                 "cells of one colour are normalised together", fontsize=11)
+    fig.tight_layout()
+    plt.show()
+
+
+def compare_layer_norm_with_batch_norm(LayerNorm, batch: int = 2, tokens: int = 5, d_model: int = 8,
+                                       seed: int = 0) -> None:
+    """Your LayerNorm on a small batch: each token's mean and spread afterwards, and how far the first sequence's
+    outputs move when only the other sequences change (or when it is alone in its batch), beside batch norm
+    (statistics per feature over the batch and the positions, as while training)."""
+    x = 3 + 2 * torch.randn(batch, tokens, d_model, generator=torch.Generator().manual_seed(seed))
+    changed = x.clone()
+    changed[1:] = 10 * changed[1:] - 5
+
+    def batch_norm(v):
+        return torch.nn.functional.batch_norm(v.transpose(1, 2), None, None, training=True).transpose(1, 2)
+
+    try:
+        norm = LayerNorm(d_model)
+        with torch.no_grad():
+            outputs = {name: [f(v) for v in (x, changed, x[:1])]
+                       for name, f in [("your LayerNorm", norm), ("batch norm", batch_norm)]}
+    except NotImplementedError:
+        print("⏳ This comparison runs once `LayerNorm` is written.")
+        return
+    mine = outputs["your LayerNorm"][0]
+    means, spreads = mine.mean(dim=-1), mine.std(dim=-1, correction=0)
+    print(f"Your LayerNorm on x of shape {tuple(x.shape)}, numbers around 3 with spread 2.")
+    print(f"After it, over each token's {d_model} features: the mean is at most {means.abs().max().item():.1e} "
+          f"away from 0, the standard deviation at most {(spreads - 1).abs().max().item():.1e} away from 1.")
+    print("\nHow far do the outputs of sequence 0 move (largest change of one number)...")
+    print(f"{'':24}{'your LayerNorm':>16}{'batch norm':>12}")
+    for case, which in [("when sequence 1 changes", 1), ("when it is alone", 2)]:
+        moved = [(found[which][0] - found[0][0]).abs().max().item() for found in outputs.values()]
+        print(f"{case:24}{moved[0]:>16.1e}{moved[1]:>12.2f}")
+
+
+def show_head_split(d_model: int = 8, n_heads: int = 4, tokens: int = 3) -> None:
+    """Where every number of one sequence goes when the heads are split and merged. Each cell is one number of a
+    projected tensor such as Q: its colour is the head that owns its column, its label the column it started in.
+    The reshapes are applied to a tensor that numbers the cells, so the picture is what they really do. Below, the
+    tempting `view(B, h, T, d_head)` without a transpose."""
+    d_head = d_model // n_heads
+    index = torch.arange(tokens * d_model).view(1, tokens, d_model)  # cell number = token * d_model + column
+    split = index.view(1, tokens, n_heads, d_head).transpose(1, 2)  # (1, h, T, d_head)
+    back = split.transpose(1, 2).reshape(1, tokens, d_model)
+    wrong = index.view(1, n_heads, tokens, d_head)
+    palette = list(plt.get_cmap("Set2").colors) * (1 + n_heads // 8)
+
+    def draw(ax, cells: torch.Tensor, title: str) -> None:
+        """`cells` (rows, cols) of cell numbers: coloured by the head of their column, labelled with the column,
+        each row named after the token it holds."""
+        columns = (cells % d_model).tolist()
+        _cells(ax, [[c // d_head for c in row] for row in columns], palette, [[str(c) for c in row] for row in columns],
+               title=title)
+        ax.set_yticks(range(len(columns)), [f"t{t}" for t in (cells[:, 0] // d_model).tolist()])
+
+    unit, gap, head_gap = 0.32, 7.0, 1.7  # sizes in cells
+    stack = n_heads * tokens + (n_heads - 1) * head_gap
+    strip = n_heads * d_head + (n_heads - 1) * (head_gap + 0.5)
+    width = 1.6 + max(2 * d_model + d_head + 2 * gap, strip) + 2.4
+    bottom, top = tokens + 4.6, 3.6
+    height = bottom + stack + top
+    fig = plt.figure(figsize=(width * unit, height * unit))
+    sketch = fig.add_axes((0, 0, 1, 1), xlim=(0, width), ylim=(height, 0))
+    sketch.axis("off")
+
+    def place(x: float, y: float, rows: int, cols: int, title: str, cells: torch.Tensor, label: str):
+        ax = fig.add_axes((x / width, 1 - (y + rows) / height, cols / width, rows / height), label=label)
+        draw(ax, cells, title)
+        return ax
+
+    left, middle = 1.6, 1.6 + d_model + gap
+    right = middle + d_head + gap
+    centre = top + stack / 2
+    place(left, centre - tokens / 2, tokens, d_model, "", index[0], "x")
+    place(right, centre - tokens / 2, tokens, d_model, "", back[0], "merged")
+    for n in range(n_heads):
+        place(middle, top + n * (tokens + head_gap), tokens, d_head,
+              f"head {n}: columns {n * d_head}–{(n + 1) * d_head - 1}", split[0, n], f"head {n}")
+    for at, text in [(left + d_model / 2, f"Q, K or V: (B, T, d_model)\none sequence, d_model = {d_model}"),
+                     (middle + d_head / 2, f"(B, h, T, d_head), h = {n_heads}, d_head = {d_head}:\n"
+                                          "each head attends over all T tokens\nwith its own columns only"),
+                     (right + d_model / 2, "the heads' outputs merged: (B, T, d_model),\nevery column back in its place")]:
+        sketch.text(at, 0.4, text, ha="center", va="top", fontsize=9)
+    for start, text in [(left + d_model, "split\n.view(B, T, h, d_head)\n.transpose(1, 2)"),
+                        (middle + d_head, "merge\n.transpose(1, 2)\n.reshape(B, T, d_model)")]:
+        sketch.annotate("", (start + gap - 1.2, centre), (start + 0.4, centre),
+                        arrowprops={"arrowstyle": "-|>", "lw": 1.6, "color": "0.3"})
+        sketch.text(start + gap / 2 - 0.4, centre - 0.3, text, ha="center", va="bottom", fontsize=8.5, family="monospace")
+    strip_top = top + stack + 1.2
+    sketch.axhline(strip_top - 0.6, xmin=0.02, xmax=0.98, color="0.7", lw=0.8)
+    sketch.text(left, strip_top - 0.2, "✘ x.view(B, h, T, d_head), without the transpose: no error, but each \"head\" "
+                "gets pieces of a few tokens\n    (a row's label says which token it really comes from)",
+                ha="left", va="top", fontsize=9, color="firebrick")
+    for n in range(n_heads):
+        place(left + n * (d_head + head_gap + 0.5), strip_top + 2.4, tokens, d_head, f"\"head {n}\"", wrong[0, n],
+              f"wrong head {n}")
+    plt.show()
+    if torch.equal(back, index):
+        print("Split then merge gives back exactly the tensor it started from: every number is again in its own "
+              "token's row and its own column.")
