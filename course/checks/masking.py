@@ -1,9 +1,12 @@
 """Visible checks for notebook 03: `causal_mask`, `padding_mask` and `masked_attention`."""
 from __future__ import annotations
 
+import math
+
 import torch
 
-from course.checks.attention import call_attention, expect_finite_for_large_scores, expect_stored_result
+from course.checks.attention import (KNOWN, VALUES_DIFFER, call_attention, expect_finite_for_large_scores,
+                                     expect_stored_result, first_property_failure)
 from course.checks.compare import expect_tensor, expect_values, is_close, known_mistake
 from course.checks.report import CheckFailed, assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
@@ -143,7 +146,12 @@ def check_masked_attention(masked_attention) -> None:
     """Stored values on every device and dtype (naming known mistakes), then the properties of masking."""
     fixture = load("masking")["masked_attention"]
 
-    def call(Q, K, V, mask):
+    def call(Q, K, V, mask, copies=True):
+        """The student's function on copies of its inputs (unless told otherwise): a step reads its tensors again
+        after the call, and an input changed in place is named by its own step, not mistaken for another mistake."""
+        if copies:
+            Q, K, V = Q.clone(), K.clone(), V.clone()
+            mask = None if mask is None else mask.clone()
         return call_attention(lambda q, k, v: masked_attention(q, k, v, mask), Q, K, V, name="masked_attention")
 
     def values_on(device: torch.device, dtype: torch.dtype):
@@ -156,8 +164,11 @@ def check_masked_attention(masked_attention) -> None:
                     output, weights = call(Q, K, V, mask)
                     expect_stored_result(output, weights, c, device, dtype)
                 except CheckFailed as exc:
-                    fail(f"with Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} and {described}: "
-                         f"{exc.args[0]}")
+                    message = f"with Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} and {described}: " \
+                              f"{exc.args[0]}"
+                    if VALUES_DIFFER in message and KNOWN not in message:  # wrong numbers, no name for them:
+                        message += first_property_failure(property_steps)  # the property steps may say why
+                    fail(message)
         return step
 
     g = torch.Generator().manual_seed(31)
@@ -167,16 +178,33 @@ def check_masked_attention(masked_attention) -> None:
         mask = torch.rand(2, 5, 7, generator=g) < 0.5
         mask[..., 0] = True  # every query may read at least one key
         _, weights = call(Q, K, V, mask)
-        leaked = weights.detach()[~mask]
-        if (leaked != 0).any():
-            fail(f"A masked key got weight {leaked.abs().max().item():.3g}; it must be exactly 0. Fill the masked "
+        expect_tensor("The weights", weights, shape=(2, 5, 7))
+        w = weights.detach().to("cpu", torch.float64)
+        allowed, hidden = w.nan_to_num(0.0)[mask], w.nan_to_num(0.0)[~mask]
+        if allowed.abs().max() < 1e-6 and hidden.abs().max() > 1e-6:
+            fail("The keys the mask allows (True) got no weight, and the masked ones (False) got it all: the mask is "
+                 "used the wrong way round. In this course True means the query MAY attend to that key, so hide "
+                 "the keys where the mask is False (`~mask`).")
+        by_key, by_query = w.nan_to_num(0.0).sum(-1), w.nan_to_num(0.0).sum(-2)[mask.any(-2)]
+        if not torch.allclose(by_key, torch.ones_like(by_key), atol=1e-6) and \
+                torch.allclose(by_query, torch.ones_like(by_query), atol=1e-6):
+            fail("The weights sum to 1 over the queries (down each column), not over the keys: the softmax "
+                 "should run over the keys, the last axis (dim=-1).")
+        if torch.isnan(w).any():
+            where = [int(i) for i in torch.nonzero(torch.isnan(w))[0]]
+            fail(f"Weight {where} is NaN, although every query here may read at least one key (key 0 is always "
+                 "allowed): somewhere on the way a 0/0 or an inf - inf was computed.")
+        if (hidden != 0).any():
+            fail(f"A masked key got weight {hidden.abs().max().item():.3g}; it must be exactly 0. Fill the masked "
                  "scores with -inf (exp(-inf) = 0) before the softmax; a finite fill value must be so negative that its "
                  "exp is exactly 0 (0 itself is far from enough: exp(0) = 1).")
-        sums = weights.detach().sum(-1)
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-9):
-            fail(f"Each query's weights over its allowed keys should sum to 1; row sums range from "
-                 f"{sums.min().item():.4g} to {sums.max().item():.4g}. Mask the scores before the softmax, "
-                 "not the weights after it.")
+        if not torch.allclose(by_key, torch.ones_like(by_key), atol=1e-9):
+            told = (f"Each query's weights over its allowed keys should sum to 1; row sums range from "
+                    f"{by_key.min().item():.4g} to {by_key.max().item():.4g}.")
+            if by_key.max() > 1 + 1e-6:  # no softmax, masked after it or not, gives a row more than 1
+                fail(f"{told} A row above 1 was never divided by its sum: a softmax divides each exp(score) by "
+                     "the sum of the row's exp(score) over the allowed keys.")
+            fail(f"{told} Mask the scores before the softmax, not the weights after it.")
 
     def empty_row():
         Q, K, V = _random(2, 4, 3, generator=g), _random(2, 5, 3, generator=g), _random(2, 5, 2, generator=g)
@@ -218,6 +246,34 @@ def check_masked_attention(masked_attention) -> None:
         if not (torch.allclose(output, expected_output, atol=1e-9) and torch.allclose(weights, expected_weights, atol=1e-9)):
             fail("A mask that allows every key should give the same result as mask=None.")
 
+    def scaled_by_sqrt_d_k():
+        own = torch.Generator().manual_seed(37)  # its own numbers: the other steps keep theirs
+        Q, K, V = _random(2, 4, 9, generator=own), _random(2, 7, 9, generator=own), _random(2, 7, 3, generator=own)
+        _, weights = call(Q, K, V, None)
+        expect_tensor("The weights", weights, shape=(2, 4, 7))
+        w = weights.detach().to("cpu", torch.float64)
+        if not (w > 0).all() or not torch.isfinite(w).all():
+            return  # no softmax to read a scale from; the steps before say what is wrong
+        # log(weight) = score / divisor + a constant per row: fit the divisor on the values centred row by row.
+        scores, logs = Q @ K.transpose(-2, -1), w.log()
+        scores, logs = scores - scores.mean(-1, keepdim=True), logs - logs.mean(-1, keepdim=True)
+        divisor = ((scores * scores).sum() / (scores * logs).sum()).item()
+        if not (math.isfinite(divisor) and divisor > 0 and
+                (scores - divisor * logs).abs().max() <= 1e-6 * scores.abs().max()):
+            return  # not a softmax of scaled scores at all: the steps before say what is wrong
+        if abs(divisor - 3.0) > 1e-4 * 3.0:
+            sources = {math.sqrt(2): "sqrt(2), from the batch size Q.shape[0]",
+                       2.0: "sqrt(4), from the number of queries Q.shape[-2]",
+                       math.sqrt(7): "sqrt(7), from the number of keys K.shape[-2]",
+                       math.sqrt(3): "sqrt(3), from V.shape[-1]", 9.0: "d_k = 9 itself, not its square root"}
+            said = next((f"divided by {text}" for value, text in sources.items()
+                         if abs(divisor - value) < 1e-4 * value), f"divided by {divisor:.4g}")
+            if abs(divisor - 1.0) < 1e-4:
+                said = "not scaled at all"
+            fail(f"With Q {tuple(Q.shape)}, K {tuple(K.shape)} and V {tuple(V.shape)}, the scores were {said}, but "
+                 "they should be divided by sqrt(d_k) = sqrt(9) = 3, where d_k is the size of the last axis of Q and K "
+                 "(Q.shape[-1]).")
+
     def broadcasting():
         Q, K, V = _random(2, 4, 3, generator=g), _random(2, 6, 3, generator=g), _random(2, 6, 2, generator=g)
         masks = {"a (T_q, T_k) causal mask shared by the batch": fixture["masks"]["causal_4_6"].clone(),
@@ -234,7 +290,7 @@ def check_masked_attention(masked_attention) -> None:
         Q, K, V = _random(2, 3, 4, generator=g), _random(2, 5, 4, generator=g), _random(2, 5, 3, generator=g)
         mask = torch.rand(2, 3, 5, generator=g) < 0.6
         copies = [t.clone() for t in (Q, K, V, mask)]
-        call(Q, K, V, mask)
+        call(Q, K, V, mask, copies=False)
         for name, before, after in zip(["Q", "K", "V", "mask"], copies, (Q, K, V, mask)):
             if not torch.equal(before, after):
                 fail(f"`masked_attention` changed its input {name} in place; compute new tensors instead "
@@ -255,18 +311,19 @@ def check_masked_attention(masked_attention) -> None:
                 fail(f"The gradient reaching {name} contains NaN or inf when one query has no allowed key: make sure "
                      "no NaN is created on the way (or that it is replaced with torch.where, not multiplied by 0).")
 
+    property_steps = [("masked keys get weight exactly 0; the rest sum to 1", masked_are_zero),
+                      ("a query with no allowed key gives zeros, not NaN", empty_row),
+                      ("changing a later token changes no earlier output (causal mask)", causality),
+                      ("an all-True mask gives the same result as mask=None", no_mask),
+                      ("broadcasts (T_q, T_k) and (B, 1, T_k) masks", broadcasting),
+                      ("divides the scores by sqrt(d_k)", scaled_by_sqrt_d_k),
+                      ("stays finite for large scores", lambda: expect_finite_for_large_scores(
+                          lambda Q, K, V: call(Q, K, V, fixture["masks"]["causal_4_6"].clone()))),
+                      ("leaves Q, K, V and the mask unchanged", inputs_unchanged),
+                      ("keeps gradients finite when a query has no allowed key", gradients)]
     steps = [(f"matches the stored values on {d.type} in {str(t).removeprefix('torch.')}", values_on(d, t))
              for d in available_devices() for t in supported_dtypes(d)]
-    steps += [("masked keys get weight exactly 0; the rest sum to 1", masked_are_zero),
-              ("a query with no allowed key gives zeros, not NaN", empty_row),
-              ("changing a later token changes no earlier output (causal mask)", causality),
-              ("an all-True mask gives the same result as mask=None", no_mask),
-              ("broadcasts (T_q, T_k) and (B, 1, T_k) masks", broadcasting),
-              ("stays finite for large scores", lambda: expect_finite_for_large_scores(
-                  lambda Q, K, V: call(Q, K, V, fixture["masks"]["causal_4_6"].clone()))),
-              ("leaves Q, K, V and the mask unchanged", inputs_unchanged),
-              ("keeps gradients finite when a query has no allowed key", gradients)]
-    run_steps("masked_attention", steps)
+    run_steps("masked_attention", steps + property_steps)
 
 
 def written_causal_mask(causal_mask) -> None:

@@ -1,5 +1,6 @@
 """Mutants and variants for notebook 03.
 
+`NAMED` says, for each mutant of `masked_attention`, what the visible check's feedback says of it.
 `NEEDS_SECOND_DEVICE` lists the mutants only a second real device (CUDA or MPS) can catch: they put their result on
 the CPU whatever device was asked for, which on a CPU-only machine is right. tests/test_mutants.py skips them there."""
 import math
@@ -158,6 +159,53 @@ def attention_softmax_by_hand_overflows(Q, K, V, mask=None):  # exp(scores) with
     return weights @ V, weights
 
 
+def attention_true_means_hidden(Q, K, V, mask=None):  # nn.MultiheadAttention's meaning (True = hide), no NaN guard
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+
+
+def attention_zeroed_after_unscaled_softmax(Q, K, V, mask=None):  # two mistakes: no scale, weights zeroed after
+    weights = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ V, weights
+
+
+def attention_multiplies_unscaled_scores_by_mask(Q, K, V, mask=None):  # two mistakes: no scale, masked scores 0
+    scores = Q @ K.transpose(-2, -1)
+    if mask is not None:
+        scores = scores * mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+
+
+def attention_softmax_dim_1(Q, K, V, mask=None):  # dim=1 is the key axis only for 2-D scores
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=1).nan_to_num(0.0)
+    return weights @ V, weights
+
+
+def attention_d_k_from_queries(Q, K, V, mask=None):  # 02's blog bug carried over: Q.shape[-2] is T_q, not d_k
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-2])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ V, weights
+
+
+def attention_divides_by_d_k(Q, K, V, mask=None):  # the square root forgotten: scores / d_k
+    scores = Q @ K.transpose(-2, -1) / Q.shape[-1]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ V, weights
+
+
 def attention_minus_1e9_variant(Q, K, V, mask=None):  # a large negative fill, then empty rows zeroed explicitly
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
     if mask is None:
@@ -243,9 +291,33 @@ MUTANTS = [
     ("masked_attention", attention_additive_float_mask),
     ("masked_attention", attention_inverts_mask_in_place),
     ("masked_attention", attention_softmax_by_hand_overflows),
+    ("masked_attention", attention_true_means_hidden),
+    ("masked_attention", attention_zeroed_after_unscaled_softmax),
+    ("masked_attention", attention_multiplies_unscaled_scores_by_mask),
+    ("masked_attention", attention_softmax_dim_1),
+    ("masked_attention", attention_d_k_from_queries),
+    ("masked_attention", attention_divides_by_d_k),
 ]
 
 NEEDS_SECOND_DEVICE = {causal_built_on_cpu, padding_built_on_cpu}
+
+# What the visible check's feedback says of each masked_attention mutant (tests/test_masking_feedback.py): wrong numbers
+# that match no stored mistake are followed by the first property step that fails, and that step names the mistake.
+NAMED = {
+    attention_mutates_q: "changed its input Q in place",
+    attention_unnormalised: "never divided by its sum",
+    attention_float32: "should have dtype torch.float64",
+    attention_renormalised_without_guard: "known mistake: a query with no allowed key came out as NaN",
+    attention_additive_float_mask: "it must be exactly 0",
+    attention_inverts_mask_in_place: "changed its input mask in place",
+    attention_softmax_by_hand_overflows: "exp() of a large number overflows",
+    attention_true_means_hidden: "the mask is used the wrong way round",
+    attention_zeroed_after_unscaled_softmax: "Mask the scores before the softmax, not the weights after it",
+    attention_multiplies_unscaled_scores_by_mask: "0 itself is far from enough",
+    attention_softmax_dim_1: "the softmax should run over the keys",
+    attention_d_k_from_queries: "divided by sqrt(4), from the number of queries Q.shape[-2]",
+    attention_divides_by_d_k: "divided by d_k = 9 itself, not its square root",
+}
 
 VARIANTS = [
     ("causal_mask", causal_tril_variant),
