@@ -5,6 +5,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from course.plots.drawing import not_written_yet, heatmap
+from course.plots.recorded import recorded_attention as _recorded_attention
 
 def show_reversal_training(runs: dict, half_len: int, vocab_size: int, smooth: int = 20) -> None:
     """Loss curves against the task's floor, and per-position accuracy against chance, for one or more runs.
@@ -48,33 +49,6 @@ def _attention_submodules(model) -> list | None:
     if blocks is None or len(blocks) == 0 or not all(hasattr(block, "attn") for block in blocks):
         return None
     return [block.attn for block in blocks]
-
-
-def _recorded_attention(model, batch: torch.Tensor, attention_modules: list) -> list:
-    """Run `model` on `batch` (B, T) once in eval mode without gradients and return what each attention module
-    returned as its weights, averaged over the batch: one tensor (n_heads, T, T) on the CPU per module, or None
-    where the module did not return `(output, weights (B, n_heads, T, T))`. The model's mode is restored and the
-    hooks are removed whatever happens."""
-    recorded = [None] * len(attention_modules)
-
-    def keeper(layer: int):
-        def keep(module, inputs, output):
-            weights = output[1] if isinstance(output, tuple) and len(output) == 2 else None
-            if isinstance(weights, torch.Tensor) and weights.dim() == 4:
-                recorded[layer] = weights.detach().to("cpu", torch.float64).mean(dim=0)
-        return keep
-
-    hooks = [module.register_forward_hook(keeper(layer)) for layer, module in enumerate(attention_modules)]
-    mode_before = model.training
-    try:
-        model.eval()
-        with torch.no_grad():
-            model(batch)
-    finally:
-        for hook in hooks:
-            hook.remove()
-        model.train(mode_before)
-    return recorded
 
 
 def _copying_queries(half_len: int) -> torch.Tensor:

@@ -1,10 +1,11 @@
-"""05 · The whole architecture: the encoder-decoder's data flow, teacher forcing, temperature and top-k."""
+"""05 · The whole architecture: the encoder-decoder's data flow, teacher forcing, the cross-attention a tiny
+encoder-decoder learns when it is trained to reverse letters, temperature and top-k."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import torch
 
-from course.plots.drawing import not_written_yet
+from course.plots.drawing import not_written_yet, heatmap
 
 def _flow_box(ax, x, y, w, h, text, color, fontsize=9):
     from matplotlib.patches import FancyBboxPatch
@@ -118,3 +119,149 @@ def show_temperature_and_top_k() -> None:
     axes[0].set_ylabel("probability")
     fig.tight_layout()
     plt.show()
+
+
+# The tiny encoder-decoder that learns to reverse: the source is LENGTH letters drawn from LETTERS, the target the
+# same letters in reverse order. Source ids are 0..9 (A..J); the target vocabulary adds <s> as id 10.
+LETTERS = "ABCDEFGHIJ"
+START = len(LETTERS)  # the id of <s> in the target vocabulary
+LENGTH = 8
+REVERSER = dict(src_vocab_size=len(LETTERS), tgt_vocab_size=len(LETTERS) + 1, d_model=32, n_heads=2, d_ff=64,
+                n_encoder_layers=1, n_decoder_layers=1, max_len=LENGTH)
+REVERSER_STEPS = 300  # about 3 s on one CPU core
+REVERSER_STEPS_GRADED = 80  # the pattern is there already (graded runs are kept short)
+
+
+def reversal_pairs(batch_size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A batch for teacher forcing: source (B, LENGTH), decoder input (B, LENGTH), labels (B, LENGTH).
+    The target is <s> followed by the reversed source; the decoder reads it shifted right (without its last
+    letter) and must predict it without the <s>: label t is source letter LENGTH - 1 - t."""
+    source = torch.randint(0, len(LETTERS), (batch_size, LENGTH), generator=generator)
+    target = torch.cat([torch.full((batch_size, 1), START), source.flip(-1)], dim=1)  # (B, LENGTH + 1)
+    return source, target[:, :-1], target[:, 1:]
+
+
+def _adam(parameters: list, lr: float, betas=(0.9, 0.98), eps: float = 1e-9):
+    """Adam written out, one update per call once the gradients are in: the first optimizer made with torch.optim
+    imports PyTorch's compiler stack, which takes over a second, longer than a graded run of this training."""
+    first = [torch.zeros_like(p) for p in parameters]
+    second = [torch.zeros_like(p) for p in parameters]
+    step = 0
+
+    def update():
+        nonlocal step
+        step += 1
+        with torch.no_grad():
+            for p, m, v in zip(parameters, first, second):
+                if p.grad is None:
+                    continue
+                m.lerp_(p.grad, 1 - betas[0])
+                v.lerp_(p.grad.square(), 1 - betas[1])
+                p -= lr * (m / (1 - betas[0] ** step)) / ((v / (1 - betas[1] ** step)).sqrt() + eps)
+                p.grad = None
+    return update
+
+
+def _kind_word(error: Exception, doing: str) -> None:
+    """What the reversal figure says instead of drawing when the student's EncoderDecoderTransformer raised."""
+    if isinstance(error, NotImplementedError):
+        return not_written_yet("EncoderDecoderTransformer")
+    print(f"⏳ Your EncoderDecoderTransformer raised {type(error).__name__} {doing}: {error}. "
+          "The checks above show where; this figure waits for it.")
+
+
+def train_tiny_reverser(EncoderDecoderTransformer, steps: int | None = None, seed: int = 0, batch_size: int = 64,
+                        lr: float = 1e-2):
+    """Train a tiny EncoderDecoderTransformer (REVERSER) on the CPU to reverse LENGTH letters, with teacher forcing
+    and the cross-entropy of every position; `steps` defaults to REVERSER_STEPS (REVERSER_STEPS_GRADED while the
+    notebook is graded). Prints the loss and the accuracy on 1000 new sequences and returns the trained model,
+    or None after a kind word when the class is not written yet or fails."""
+    from course.notebook_setup import under_grading
+
+    if steps is None:
+        steps = REVERSER_STEPS_GRADED if under_grading() else REVERSER_STEPS
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tensors this small train fastest on one thread
+    try:
+        torch.manual_seed(seed)
+        model = EncoderDecoderTransformer(**REVERSER).cpu().train()
+        update = _adam(list(model.parameters()), lr)
+        generator = torch.Generator().manual_seed(seed)
+        losses = []
+        for _ in range(steps):
+            source, decoder_input, labels = reversal_pairs(batch_size, generator)
+            logits = model(source, decoder_input)  # (B, LENGTH, 11)
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+            loss.backward()
+            update()
+            losses.append(loss.item())
+        source, decoder_input, labels = reversal_pairs(1000, torch.Generator().manual_seed(seed + 1))
+        model.eval()
+        with torch.no_grad():
+            right = model(source, decoder_input).argmax(dim=-1) == labels  # (1000, LENGTH)
+    except Exception as error:  # an unwritten or broken model must not stop the notebook
+        return _kind_word(error, "while the tiny model was training")
+    finally:
+        torch.set_num_threads(threads)
+    print(f"{steps} steps of {batch_size} sequences: loss {losses[0]:.2f} at the start, {losses[-1]:.2g} at the end. "
+          f"On 1000 new sequences: {right.float().mean():.1%} of the letters right (chance {1 / len(LETTERS):.0%}), "
+          f"{right.all(dim=1).float().mean():.1%} of the sequences reversed without a mistake.")
+    return model
+
+
+def mirrored_weight(weights: torch.Tensor) -> torch.Tensor:
+    """weights (..., T, S) with T == S -> (...,): the weight each target position t puts on source position
+    S - 1 - t, the letter it must write, averaged over t."""
+    t = torch.arange(weights.shape[-2])
+    return weights[..., t, weights.shape[-1] - 1 - t].mean(dim=-1)
+
+
+def show_cross_attention(model, source: str = "HDAGBJEC") -> None:
+    """The cross-attention of the last decoder block of `model` (trained by train_tiny_reverser) on one source,
+    one heatmap per head: row = target position (the query, from the decoder), column = source position (the key,
+    from the encoder's memory), each labelled with its letter. Does nothing when `model` is None."""
+    from course.plots.recorded import recorded_attention
+
+    if model is None:
+        return None
+    blocks = getattr(model, "decoder", None)
+    cross = getattr(blocks[-1], "cross_attn", None) if isinstance(blocks, (torch.nn.ModuleList, list)) and blocks else None
+    if cross is None:
+        print("⏳ This figure reads the cross-attention of the last decoder block, `model.decoder[-1].cross_attn`, "
+              "as Exercises 2 and 3 name them; your model has no such submodule yet.")
+        return None
+    ids = torch.tensor([[LETTERS.index(letter) for letter in source]])  # (1, S)
+    reversed_letters = source[::-1]
+    decoder_input = torch.tensor([[START] + [LETTERS.index(letter) for letter in reversed_letters[:-1]]])  # (1, T)
+    try:
+        (weights,) = recorded_attention(model, (ids, decoder_input), [cross])  # (n_heads, T, S)
+    except Exception as error:  # a broken model must not stop the notebook
+        return _kind_word(error, "while its cross-attention was read")
+    if weights is None:
+        print("⏳ This figure needs `cross_attn` to return `(output, weights)`, with weights (B, n_heads, T, S), "
+              "as notebook 04 asks; yours does not yet.")
+        return None
+    n_heads, T, S = weights.shape
+    reads = ["<s>"] + list(reversed_letters[:-1])
+    rows = [f"{t}: {reads[t]} → {reversed_letters[t]}" for t in range(T)]
+    columns = [f"{s}: {letter}" for s, letter in enumerate(source)]
+    mirrored = mirrored_weight(weights)  # (n_heads,)
+    fig, axes = plt.subplots(1, n_heads, figsize=(0.4 + 4.6 * n_heads, 4.6), squeeze=False)
+    for head, ax in enumerate(axes[0]):
+        heatmap(ax, weights[head], f"head {head}: {mirrored[head]:.2f} on the mirrored letter",
+                "source position: letter (key)", "target position: reads → writes (query)" if head == 0 else "",
+                cmap="Blues", vmin=0, vmax=1,
+                xticklabels=columns, yticklabels=rows if head == 0 else [""] * T, colorbar=head == n_heads - 1)
+        for t in range(T):
+            for s in range(S):
+                w = weights[head, t, s].item()
+                if w >= 0.05:
+                    ax.text(s, t, f"{w:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if w > 0.6 else "black")
+    fig.suptitle(f"Cross-attention of the trained model (last decoder block), reversing {source} → "
+                 f"{reversed_letters}\n"
+                 "rows: queries, from the decoder; columns: keys, from the encoder's memory")
+    fig.tight_layout()
+    plt.show()
+    print("Weight each target position puts on the source letter it must write (S - 1 - t), averaged over the "
+          f"{T} positions: " + ", ".join(f"head {h} {w:.2f}" for h, w in enumerate(mirrored.tolist())))
