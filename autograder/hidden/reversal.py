@@ -232,6 +232,16 @@ def observe_train_reversal(train_reversal, seed: int = 602) -> Observations:
             losses = _losses(train_reversal(oracle, steps, 8, n, V, lr), steps)
             seen.judged_by(f"train_reversal(<a stand-in model>, {steps}, 8, {n}, {V}, {lr})",
                            [losses, float(oracle.confidence.detach().cpu())], KeepsAdamState(V, n, c, steps))
+        # On every other device (CUDA, MPS; none on a CPU-only machine): the model goes there, and every batch too.
+        for device in available_devices()[1:]:
+            torch.manual_seed(seed)
+            oracle = ReversalOracle(10, 0.5)
+            _losses(train_reversal(oracle, 3, 8, 3, 10, 0.05, device=device), 3)
+            seen.claim(f"train_reversal(..., device={device.type!r}) must move the model to {device.type}",
+                       oracle.confidence.device.type == device.type)
+            seen.claim(f"train_reversal(..., device={device.type!r}): every batch must be on the model's device "
+                       f"({device.type}), not made there on the CPU and left behind",
+                       all(call["device"].type == device.type for call in oracle.calls))
         # The real part: a notebook-05 model trained by the student's loop, from a fixed seed.
         t = TRAIN
         V, n = t["vocab_size"], t["half_len"]

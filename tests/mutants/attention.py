@@ -121,6 +121,11 @@ def stable_exp_variant(Q, K, V):  # exp / sum by hand, after subtracting each ro
     return weights @ V, weights
 
 
+def weights_to_cpu(Q, K, V):  # moves the weights to the CPU (to print them?): right only where the CPU is all there is
+    output, weights = reference(Q, K, V)
+    return output, weights.cpu()
+
+
 MUTANTS = [
     ("attention", computes_in_float32),
     ("attention", naive_exp_softmax),
@@ -132,6 +137,7 @@ MUTANTS = [
     ("attention", only_output),
     ("attention", detached_weights),
     ("attention", float32_scale_tensor),
+    ("attention", weights_to_cpu),
 ]
 
 VARIANTS = [
@@ -142,3 +148,7 @@ VARIANTS = [
     ("attention", scale_both_variant),
     ("attention", stable_exp_variant),
 ]
+
+# Mutants that differ from a correct implementation only on a second real device (tests/test_mutants.py skips them
+# where the CPU is the only device, saying so).
+NEEDS_SECOND_DEVICE = {weights_to_cpu}

@@ -215,6 +215,18 @@ def softmax_then_argmax(model, batch):  # VARIANT: probabilities first, summed t
     return (guess == batch[:, 1:]).sum(0) / batch.shape[0]
 
 
+def batches_left_on_the_cpu(model, steps, batch_size, half_len, vocab_size, lr, device=None):  # the model moves,
+    return _loop(model, steps, batch_size, half_len, vocab_size, lr, device, _flat_on_cpu)  # its batches do not
+
+
+def _flat_on_cpu(model, batch, V):
+    return _flat(model, batch.cpu(), V)
+
+
+def accuracy_to_cpu(model, batch):  # the result moved to the CPU
+    return ref.per_position_accuracy(model, batch).cpu()
+
+
 MUTANTS = [
     ("reversal_batch", second_half_shuffled), ("reversal_batch", float_tokens),
     ("reversal_batch", same_row_repeated), ("reversal_batch", skewed_tokens),
@@ -223,6 +235,7 @@ MUTANTS = [
     ("per_position_accuracy", no_no_grad), ("per_position_accuracy", overall_accuracy),
     ("per_position_accuracy", argmin_predictions), ("per_position_accuracy", two_ahead),
     ("per_position_accuracy", squeezed),
+    ("train_reversal", batches_left_on_the_cpu), ("per_position_accuracy", accuracy_to_cpu),
 ]
 
 # A correct train_reversal beside a wrong or unwritten reversal_batch: the checks hand it stand-in batches.
@@ -236,3 +249,7 @@ VARIANTS = [
     ("per_position_accuracy", loop_accuracy), ("per_position_accuracy", softmax_then_argmax),
     ("per_position_accuracy", list_accuracy),
 ]
+
+# Mutants that differ from a correct implementation only on a second real device (tests/test_mutants.py skips them
+# where the CPU is the only device, saying so).
+NEEDS_SECOND_DEVICE = {batches_left_on_the_cpu, accuracy_to_cpu}

@@ -363,6 +363,20 @@ def gumbel_variant(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, 
     return _own_loop(model, vocab, prompt, n_tokens, temperature, top_k, lambda k: k, draw)
 
 
+def windows_left_on_the_cpu(model, chunks, batch_size):  # never moves the windows to the model's device
+    def score(m, w):
+        w = w.cpu()
+        logits = m(w[:, :-1])
+        return F.cross_entropy(logits.flatten(0, 1), w[:, 1:].flatten(), reduction="sum").item(), w[:, 1:].numel()
+    return _loop(model, chunks, batch_size, score)
+
+
+def prompt_on_default_device(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    prompt_ids = torch.tensor([vocab.encode(tokenize(prompt))], dtype=torch.long)  # no device=: the CPU
+    written = generate(model, prompt_ids, n_tokens, temperature=temperature, top_k=top_k, generator=generator)
+    return prompt + "".join(vocab.decode(written[0, prompt_ids.shape[1]:].tolist()))
+
+
 MUTANTS = [
     ("tokenize", splits_on_spaces_only), ("tokenize", lowercased), ("tokenize", characters),
     ("Vocab", EncodeRaisesOnUnknown), ("Vocab", LenWithoutUnk), ("Vocab", LeastFrequentFirst), ("Vocab", DecodeJoins),
@@ -374,6 +388,7 @@ MUTANTS = [
     ("train_val_split", rounds_half_up), ("train_val_split", rounds_up),
     ("evaluate", predicts_two_ahead), ("evaluate", first_batch_only), ("evaluate", returns_tensor),
     ("evaluate", counts_every_position), ("evaluate", no_no_grad),
+    ("evaluate", windows_left_on_the_cpu), ("sample", prompt_on_default_device),
     ("sample", argmax_always), ("sample", one_token_short), ("sample", temperature_multiplied),
     ("sample", own_top_k_plus_one),
 ]
@@ -393,3 +408,7 @@ VARIANTS = [
     *[("sample", beside(notebook_sample, tokenize=wrong)) for wrong in WRONG_TOKENIZERS],
     *[("sample", beside(notebook_sample, Vocab=wrong)) for wrong in WRONG_VOCABS],
 ]
+
+# Mutants that differ from a correct implementation only on a second real device (tests/test_mutants.py skips them
+# where the CPU is the only device, saying so).
+NEEDS_SECOND_DEVICE = {windows_left_on_the_cpu, prompt_on_default_device}

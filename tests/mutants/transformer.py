@@ -490,6 +490,21 @@ def generate_python_lists_variant(model, prompt, max_new_tokens, temperature=1.0
     return torch.tensor(rows, dtype=torch.long, device=prompt.device)
 
 
+class mask_on_default_device(ref.DecoderOnlyTransformer):  # causal_mask(T) without device=: the mask stays on the CPU
+    def forward(self, tokens):
+        mask = causal_mask(tokens.shape[-1])
+        x = self.dropout(self.embedding(tokens))
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.lm_head(self.norm_final(x))
+
+
+def next_token_from_the_host(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    # each new token goes through a Python list and back: a CPU tensor joined to the prompt's device
+    return _generic(model, prompt, max_new_tokens, lambda logits: torch.tensor(
+        _standard(temperature, top_k, generator)(logits).tolist()))
+
+
 MUTANTS = [
     ("DecoderOnlyTransformer", tied_head),
     ("DecoderOnlyTransformer", returns_probabilities),
@@ -520,6 +535,8 @@ MUTANTS = [
     ("EncoderDecoderTransformer", padding_only_in_first_encoder_block),
     ("EncoderDecoderTransformer", encoder_decoder_dropout_in_eval),
     ("generate", top_k_above_vocabulary_fails),
+    ("DecoderOnlyTransformer", mask_on_default_device),
+    ("generate", next_token_from_the_host),
 ]
 
 VARIANTS = [
@@ -534,3 +551,7 @@ VARIANTS = [
     ("DecoderBlock", decoder_block_buffer_variant),
     ("generate", generate_python_lists_variant),
 ] + [("EncoderDecoderTransformer", model) for model in MODELS_WITH_WRONG_BLOCKS]
+
+# Mutants that differ from a correct implementation only on a second real device (tests/test_mutants.py skips them
+# where the CPU is the only device, saying so).
+NEEDS_SECOND_DEVICE = {mask_on_default_device, next_token_from_the_host}
