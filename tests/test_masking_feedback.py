@@ -1,6 +1,6 @@
 """03's masked_attention check names more mistakes than wrong numbers would: when the values differ from the stored
 ones and match no known mistake, the check runs its property steps quietly and adds the first that fails (the
-mechanism 02's attention check uses, `course.checks.attention.first_property_failure`)."""
+mechanism 02's attention check uses, `course.checks.compare.with_reason`)."""
 import pytest
 
 from autograder.mistakes import for_exercise

@@ -1,11 +1,9 @@
 """Visible checks for notebook 02: `attention`."""
 from __future__ import annotations
 
-import warnings
-
 import torch
 
-from course.checks.compare import expect_tensor, expect_values
+from course.checks.compare import expect_tensor, expect_values, with_reason
 from course.checks.report import CheckFailed, assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
 from course.fixtures import load
@@ -54,26 +52,6 @@ def expect_finite_for_large_scores(run) -> None:
         fail("With large scores the weights of a query no longer sum to 1.")
 
 
-VALUES_DIFFER = "differs from the expected values"  # how expect_values reports wrong numbers
-KNOWN = "This is a known mistake"  # and how it names a stored mistake
-
-
-def first_property_failure(property_steps) -> str:
-    """After wrong values that match no known mistake: run the property steps quietly and return, as a further
-    line of the message, the first one that fails with a teaching message ("" when they all pass, or only
-    crash). Wrong numbers alone say little; "the weights sum to 1 over the queries" says what to fix."""
-    for label, step in property_steps:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                step()
-        except CheckFailed as exc:
-            return f"\n  A further check says why: {label}: no. {exc.args[0]}"
-        except Exception:  # noqa: BLE001: a crash here is reported by the step itself when it runs in turn
-            continue
-    return ""
-
-
 def check_attention(attention) -> None:
     """Stored values on every device and dtype (naming known mistakes), then the properties of attention."""
     fixture = load("attention")["attention"]
@@ -86,10 +64,7 @@ def check_attention(attention) -> None:
                     output, weights = call_attention(attention, Q, K, V)
                     expect_stored_result(output, weights, c, device, dtype)
                 except CheckFailed as exc:
-                    message = f"with {_shapes(Q, K, V)}: {exc.args[0]}"
-                    if VALUES_DIFFER in message and KNOWN not in message:  # wrong numbers, no name for them:
-                        message += first_property_failure(property_steps)  # the property steps may say why
-                    fail(message)
+                    fail(with_reason(f"with {_shapes(Q, K, V)}: {exc.args[0]}", property_steps))
         return step
 
     def rows_sum_to_one():

@@ -1,9 +1,14 @@
 """Comparing a student's tensor with a stored one, and naming a known mistake when it matches one."""
 from __future__ import annotations
 
+import warnings
+
 import torch
 
-from course.checks.report import fail
+from course.checks.report import CheckFailed, fail
+
+VALUES_DIFFER = "differs from the expected values"  # how expect_values reports wrong numbers
+KNOWN_MISTAKE = "This is a known mistake"  # and how it names a stored mistake
 
 # (atol, rtol) per dtype: float32 leaves room for a different but correct order of operations.
 TOLERANCE = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-9, 1e-7), torch.float16: (2e-3, 1e-2)}
@@ -62,7 +67,25 @@ def expect_values(what: str, actual: torch.Tensor, expected: torch.Tensor, dtype
         where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
         detail = (f"largest difference {diff.max().item():.3g} at index {where}: "
                   f"expected {e[where].item():.6g}, got {a[where].item():.6g}.")
-    message = f"{what} differs from the expected values: {detail}"
+    message = f"{what} {VALUES_DIFFER}: {detail}"
     if named:
-        message += f"\n  This is a known mistake: {named}"
+        message += f"\n  {KNOWN_MISTAKE}: {named}"
     fail(message)
+
+
+def with_reason(message: str, property_steps) -> str:
+    """`message`, and when it reports wrong values that match no known mistake, the first of the check's
+    `property_steps` that fails, run quietly, as a further line ("" added when they all pass, or only crash).
+    Wrong numbers alone say little; "the weights sum to 1 over the queries" says what to fix."""
+    if VALUES_DIFFER not in message or KNOWN_MISTAKE in message:
+        return message
+    for label, step in property_steps:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                step()
+        except CheckFailed as exc:
+            return f"{message}\n  A further check says why: {label}: no. {exc.args[0]}"
+        except Exception:  # noqa: BLE001: a crash here is reported by the step itself when it runs in turn
+            continue
+    return message

@@ -5,9 +5,8 @@ import math
 
 import torch
 
-from course.checks.attention import (KNOWN, VALUES_DIFFER, call_attention, expect_finite_for_large_scores,
-                                     expect_stored_result, first_property_failure)
-from course.checks.compare import expect_tensor, expect_values, is_close, known_mistake
+from course.checks.attention import call_attention, expect_finite_for_large_scores, expect_stored_result
+from course.checks.compare import expect_tensor, expect_values, is_close, known_mistake, with_reason
 from course.checks.report import CheckFailed, assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
 from course.fixtures import load
@@ -164,11 +163,8 @@ def check_masked_attention(masked_attention) -> None:
                     output, weights = call(Q, K, V, mask)
                     expect_stored_result(output, weights, c, device, dtype)
                 except CheckFailed as exc:
-                    message = f"with Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} and {described}: " \
-                              f"{exc.args[0]}"
-                    if VALUES_DIFFER in message and KNOWN not in message:  # wrong numbers, no name for them:
-                        message += first_property_failure(property_steps)  # the property steps may say why
-                    fail(message)
+                    fail(with_reason(f"with Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)} and "
+                                     f"{described}: {exc.args[0]}", property_steps))
         return step
 
     g = torch.Generator().manual_seed(31)
