@@ -194,7 +194,7 @@ def train_tiny_reverser(EncoderDecoderTransformer, steps: int | None = None, see
             loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
             loss.backward()
             update()
-            losses.append(loss.item())
+            losses.append(loss.detach().item())
         source, decoder_input, labels = reversal_pairs(1000, torch.Generator().manual_seed(seed + 1))
         model.eval()
         with torch.no_grad():
