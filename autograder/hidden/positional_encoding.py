@@ -20,6 +20,26 @@ def observe_positional_encoding(positional_encoding, trials: int = 6, seed: int 
     return seen
 
 
+def observe_offset_rotation(offset_rotation, trials: int = 6, seed: int = 103) -> Observations:
+    """Fixed and fresh offsets (negative, zero, large) and even sizes in float64, the default dtype, every device
+    and dtype, and the ValueError for odd sizes."""
+    seen = Observations()
+    g = generator(seed)
+    cases = [(0, 2), (1, 2), (-1, 4), (7, 10), (-25, 32), (1000, 64)]
+    cases += [(int(torch.randint(-60, 61, (1,), generator=g)), 2 * int(torch.randint(1, 49, (1,), generator=g)))
+              for _ in range(trials)]
+    for k, d_model in dict.fromkeys(cases):
+        seen.close(f"offset_rotation({k}, {d_model}, dtype=torch.float64)",
+                   offset_rotation(k, d_model, dtype=torch.float64), torch.float64)
+    seen.close("offset_rotation(3, 6) in the default dtype", offset_rotation(3, 6))
+    for device, dtype in grid():
+        seen.close(f"offset_rotation(-9, 12, dtype={dtype}, device={device.type!r})",
+                   offset_rotation(-9, 12, dtype=dtype, device=device), dtype)
+    for d_model in (1, 7):
+        seen.raises(f"offset_rotation(2, {d_model}): an odd d_model", lambda: offset_rotation(2, d_model))
+    return seen
+
+
 def sinusoids(max_len: int, d_model: int) -> torch.Tensor:
     """Stands in for the notebook's `positional_encoding` (observed in its own cell), so that a table mistake costs
     points once."""
@@ -74,4 +94,5 @@ def observe_token_and_position_embedding(TokenAndPositionEmbedding, trials: int 
 
 
 test_positional_encoding = hidden_test(observe_positional_encoding)
+test_offset_rotation = hidden_test(observe_offset_rotation)
 test_token_and_position_embedding = hidden_test(observe_token_and_position_embedding)

@@ -104,3 +104,48 @@ class last_rows(EmbeddingWithTable):
     def forward(self, tokens):
         T = tokens.shape[-1]
         return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[self.max_len - T:]
+
+
+def _rotation(k, d_model, dtype=None, device=None, *, exponent=lambda col, d: col / d, backwards=False,
+              pairs="interleaved"):
+    """A block rotation with one detail changed; `exponent(col, d)` gives the power of 10000 for even column col."""
+    if d_model % 2:
+        raise ValueError("odd d_model")
+    half = d_model // 2
+    frequency = 10000.0 ** -exponent(torch.arange(0, d_model, 2, dtype=torch.float64), d_model)
+    angle = k * frequency if pairs != "same_angle" else torch.full((half,), float(k), dtype=torch.float64)
+    cos, sin = torch.diag(torch.cos(angle)), torch.diag(torch.sin(angle))
+    if backwards:
+        sin = -sin
+    rotation = torch.zeros(d_model, d_model, dtype=torch.float64)
+    first, second = (slice(0, half), slice(half, None)) if pairs == "halves" else (slice(0, None, 2), slice(1, None, 2))
+    rotation[first, first], rotation[first, second] = cos, sin
+    rotation[second, first], rotation[second, second] = -sin, cos
+    return rotation.to(dtype=torch.get_default_dtype() if dtype is None else dtype, device=device)
+
+
+@mistake("offset_rotation", "each block is the transpose of what it should be, so it turns the wrong way: your matrix "
+         "gives PE[p - k], not PE[p + k]. The new sine is cos(kw)·sin + sin(kw)·cos; the minus sign belongs in the "
+         "cosine's row (lower left of each block).")
+def rotation_backwards(k, d_model, dtype=None, device=None):
+    return _rotation(k, d_model, dtype, device, backwards=True)
+
+
+@mistake("offset_rotation", "the exponent is half what it should be: pair i has frequency 1/10000^(2i/d_model), where "
+         "2i is its even column's index (0, 2, 4, ...), not the pair number (0, 1, 2, ...). Use the frequencies of "
+         "your table.")
+def rotation_exponent_halved(k, d_model, dtype=None, device=None):
+    return _rotation(k, d_model, dtype, device, exponent=lambda col, d: (col / 2) / d)
+
+
+@mistake("offset_rotation", "the blocks pair column i with column i + d_model/2 (the 'rotate half' layout some "
+         "libraries use); in this course's table the sine and cosine of one frequency sit side by side, in columns "
+         "2i and 2i+1, so each block sits on those rows and columns.")
+def rotation_on_halves(k, d_model, dtype=None, device=None):
+    return _rotation(k, d_model, dtype, device, pairs="halves")
+
+
+@mistake("offset_rotation", "every pair is turned by the same angle k; pair i turns by k·w_i, k times its own "
+         "frequency w_i = 1/10000^(2i/d_model).")
+def rotation_same_angle(k, d_model, dtype=None, device=None):
+    return _rotation(k, d_model, dtype, device, pairs="same_angle")

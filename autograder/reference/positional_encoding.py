@@ -27,6 +27,31 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
     return table.to(torch.get_default_dtype())
 
 
+def offset_rotation(k: int, d_model: int, dtype: torch.dtype | None = None, device=None) -> torch.Tensor:
+    """The matrix that moves every row of the positional table k positions along.
+
+    Args:
+        k: the offset, any integer (negative moves back).
+        d_model: the table's number of columns; must be even (odd raises ValueError: the lone last sine
+            has no cosine partner to turn with).
+        dtype: the result's dtype (None: torch.get_default_dtype()); device: the result's device (None: the CPU).
+
+    Returns:
+        M_k of shape (d_model, d_model) with PE[p + k] = M_k @ PE[p] for every position p: block-diagonal, the
+        2 x 2 block on rows and columns 2i, 2i+1 turns the pair (sin, cos) of frequency
+        w_i = 1 / 10000^(2i/d_model) by the angle k * w_i; zero outside the blocks.
+    """
+    if d_model % 2:
+        raise ValueError(f"d_model={d_model} is odd: its last sine has no cosine partner, so no matrix moves it")
+    frequency = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # one per pair
+    angle = k * frequency
+    cos, sin = torch.diag(torch.cos(angle)), torch.diag(torch.sin(angle))
+    rotation = torch.zeros(d_model, d_model, dtype=torch.float64)
+    rotation[0::2, 0::2], rotation[0::2, 1::2] = cos, sin  # new sine = cos(kw) sin + sin(kw) cos
+    rotation[1::2, 0::2], rotation[1::2, 1::2] = -sin, cos  # new cosine = -sin(kw) sin + cos(kw) cos
+    return rotation.to(dtype=torch.get_default_dtype() if dtype is None else dtype, device=device)
+
+
 class TokenAndPositionEmbedding(nn.Module):
     """Token embeddings scaled by sqrt(d_model), plus the sinusoidal positional encoding.
 

@@ -22,8 +22,10 @@ from course.checks.masking import (
     written_padding_mask,
 )
 from course.checks.positional_encoding import (
+    check_offset_rotation,
     check_positional_encoding,
     check_token_and_position_embedding,
+    written_offset_rotation,
     written_positional_encoding,
     written_token_and_position_embedding,
 )
@@ -63,6 +65,7 @@ from course.checks.transformer import (
 __all__ = [
     "check_positional_encoding", "check_token_and_position_embedding",
     "written_positional_encoding", "written_token_and_position_embedding",
+    "check_offset_rotation", "written_offset_rotation",
     "check_attention", "written_attention",
     "check_causal_mask", "check_padding_mask", "check_masked_attention",
     "written_causal_mask", "written_padding_mask", "written_masked_attention",

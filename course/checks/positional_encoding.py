@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course.checks.compare import expect_tensor, expect_values
+from course.checks.compare import expect_tensor, expect_values, is_close
 from course.checks.report import assert_written, fail, run_steps
 from course.checks.stand_ins import earlier_pieces_replaced, notebook_globals
 from course.device import available_devices, supported_dtypes
@@ -39,6 +39,92 @@ def check_positional_encoding(positional_encoding) -> None:
     steps = [(f"matches the stored values for max_len={c['args']['max_len']}, d_model={c['args']['d_model']}", case(i))
              for i, c in enumerate(fixture["cases"])]
     run_steps("positional_encoding", steps + [("every position gets its own encoding", rows_differ)])
+
+
+def check_offset_rotation(offset_rotation) -> None:
+    """Odd d_model refused; stored matrices (naming known mistakes); shape, dtype and device on every device in
+    float32 and float64; then the properties: PE[p + k] = M_k PE[p] on a stored table, M_0 = I, orthogonality and
+    M_a M_b = M_(a+b)."""
+    fixture = load("positional_encoding")["offset_rotation"]
+    table = fixture["table"]  # float64 rows of the sinusoidal table, stored: a mistake in yours costs once
+    d_model = table.shape[1]
+
+    def rotation(k: int, size: int = d_model) -> torch.Tensor:
+        out = offset_rotation(k, size, dtype=torch.float64)
+        expect_tensor(f"offset_rotation({k}, {size}, dtype=torch.float64)", out, shape=(size, size),
+                      dtype=torch.float64)
+        return out.detach().to("cpu")
+
+    def odd_refused():
+        try:
+            offset_rotation(1, 5)
+        except ValueError:
+            return
+        fail("offset_rotation(1, 5) should raise a ValueError: with an odd d_model the last column is a sine with "
+             "no cosine partner, and no matrix can move it k positions along by itself.")
+
+    def case(c):
+        def step():
+            what = f"offset_rotation({c['args']['k']}, {c['args']['d_model']}, dtype=torch.float64)"
+            out = offset_rotation(**c["args"], dtype=torch.float64)
+            expect_tensor(what, out, shape=c["expected"].shape, dtype=torch.float64)
+            expect_values(what, out, c["expected"], torch.float64, c["mistakes"])
+        return step
+
+    def default_dtype():
+        out = offset_rotation(2, 4)
+        expect_tensor("offset_rotation(2, 4)", out, shape=(4, 4), dtype=torch.get_default_dtype())
+
+    def on(device: torch.device, dtype: torch.dtype):
+        def step():
+            c = fixture["cases"][0]
+            what = f"offset_rotation({c['args']['k']}, {c['args']['d_model']}, dtype={dtype}, device={device.type!r})"
+            out = offset_rotation(**c["args"], dtype=dtype, device=device)
+            expect_tensor(what, out, shape=c["expected"].shape, dtype=dtype, device=device)
+            expect_values(what, out, c["expected"], dtype, c["mistakes"])
+        return step
+
+    def moves_rows():
+        for k in (1, 4, 17, -6):
+            moved = table[20:40] @ rotation(k).T  # row p becomes M_k @ PE[p]
+            if is_close(moved, table[20 + k:40 + k], torch.float64):
+                continue
+            hint = ""
+            if is_close(moved, table[20 - k:40 - k], torch.float64):
+                hint = (" It gives PE[p - k] instead: your blocks turn the wrong way (each is the transpose of what "
+                        "it should be; the minus sign belongs in the cosine's row).")
+            fail(f"M_k @ PE[p] should be PE[p + k] for every p; with k = {k} it is not (p = 20 to 39, on the stored "
+                 f"sinusoidal table with d_model = {d_model}).{hint}")
+
+    def zero_is_identity():
+        found = rotation(0)
+        if not is_close(found, torch.eye(d_model, dtype=torch.float64), torch.float64):
+            fail(f"offset_rotation(0, {d_model}) should be the identity: moving 0 positions changes nothing.")
+
+    def orthogonal():
+        for k in (3, -11):
+            m = rotation(k)
+            if not is_close(m @ m.T, torch.eye(d_model, dtype=torch.float64), torch.float64):
+                fail(f"M_k times its transpose should be the identity (k = {k}): a rotation keeps every length. "
+                     "Each block needs cos(kw) on its diagonal and +sin(kw), -sin(kw) off it, and zeros outside.")
+
+    def adds_offsets():
+        for a, b in ((2, 5), (7, -3), (-4, -9)):
+            if not is_close(rotation(a) @ rotation(b), rotation(a + b), torch.float64):
+                fail(f"Moving {b} then {a} positions should be moving {a + b}: M_{a} @ M_{b} should equal "
+                     f"M_{a + b}, and it does not.")
+
+    steps = [("raises ValueError for an odd d_model", odd_refused)]
+    steps += [(f"matches the stored matrix for k={c['args']['k']}, d_model={c['args']['d_model']}", case(c))
+              for c in fixture["cases"]]
+    steps += [("returns the default dtype when none is given", default_dtype)]
+    steps += [(f"matches on {d.type} in {str(t).removeprefix('torch.')}", on(d, t))
+              for d in available_devices() for t in supported_dtypes(d)]
+    steps += [("moves every row of the table k positions along: PE[p + k] = M_k @ PE[p]", moves_rows),
+              ("M_0 is the identity", zero_is_identity),
+              ("is a rotation: M_k @ M_k.T = I", orthogonal),
+              ("adds offsets: M_a @ M_b = M_(a+b)", adds_offsets)]
+    run_steps("offset_rotation", steps)
 
 
 def stored_encoding(fixture: dict, own_positional_encoding):
@@ -153,3 +239,7 @@ def written_token_and_position_embedding(TokenAndPositionEmbedding) -> None:
     with stored_encoding_in_place_of_yours(TokenAndPositionEmbedding, fixture):
         assert_written("TokenAndPositionEmbedding",
                        lambda: TokenAndPositionEmbedding(**fixture["init"])(fixture["cases"][0]["tokens"]))
+
+
+def written_offset_rotation(offset_rotation) -> None:
+    assert_written("offset_rotation", lambda: offset_rotation(1, 4))

@@ -189,6 +189,96 @@ def pe_not_written(max_len, d_model):
     raise NotImplementedError()
 
 
+# ---------------------------------------------------------------- offset_rotation
+
+def _frequencies(d_model, dtype=torch.float64):
+    return 10000.0 ** (-torch.arange(0, d_model, 2, dtype=dtype) / d_model)
+
+
+def _finish(rotation, dtype, device):
+    return rotation.to(dtype=torch.get_default_dtype() if dtype is None else dtype, device=device)
+
+
+def _blocks(k, d_model, block):
+    """The matrix with block(angle) on the diagonal, one 2 x 2 block per pair, float64 on the CPU."""
+    if d_model % 2:
+        raise ValueError("odd d_model")
+    return torch.block_diag(*[block(angle) for angle in (k * _frequencies(d_model)).tolist()])
+
+
+def rotation_block(angle):
+    return torch.tensor([[math.cos(angle), math.sin(angle)], [-math.sin(angle), math.cos(angle)]], dtype=torch.float64)
+
+
+def rot_ignores_dtype(k, d_model, dtype=None, device=None):  # always float32
+    return _blocks(k, d_model, rotation_block).float().to(device)
+
+
+def rot_ignores_device(k, d_model, dtype=None, device=None):  # stays on the CPU
+    return _finish(_blocks(k, d_model, rotation_block), dtype, None)
+
+
+def rot_default_float64(k, d_model, dtype=None, device=None):  # dtype=None should mean the default dtype
+    return _blocks(k, d_model, rotation_block).to(dtype=dtype or torch.float64, device=device)
+
+
+def rot_odd_padded(k, d_model, dtype=None, device=None):  # odd d_model: a 1 for the lone sine, no ValueError
+    even = d_model - d_model % 2
+    rotation = torch.eye(d_model, dtype=torch.float64)
+    rotation[:even, :even] = _blocks(k, even, rotation_block)
+    return _finish(rotation, dtype, device)
+
+
+def rot_float32_angles(k, d_model, dtype=None, device=None):  # angles in float32: large k drifts
+    if d_model % 2:
+        raise ValueError("odd d_model")
+    angles = k * _frequencies(d_model, torch.float32)
+    return _finish(torch.block_diag(*[rotation_block(a) for a in angles.tolist()]), dtype, device)
+
+
+def rot_cos_only(k, d_model, dtype=None, device=None):  # the sines forgotten: a scaling, not a rotation
+    return _finish(_blocks(k, d_model, lambda a: torch.diag(torch.tensor([math.cos(a)] * 2, dtype=torch.float64))),
+                   dtype, device)
+
+
+def rot_sin_cos_swapped(k, d_model, dtype=None, device=None):  # sin where cos belongs and back
+    return _finish(_blocks(k, d_model, lambda a: torch.tensor([[math.sin(a), math.cos(a)], [-math.cos(a), math.sin(a)]],
+                                                              dtype=torch.float64)), dtype, device)
+
+
+def rot_loops(k, d_model, dtype=None, device=None):  # correct: entry by entry
+    if d_model % 2 == 1:
+        raise ValueError(f"d_model must be even, got {d_model}")
+    rotation = torch.zeros(d_model, d_model, dtype=torch.float64)
+    for i in range(d_model // 2):
+        angle = k / 10000 ** (2 * i / d_model)
+        rotation[2 * i, 2 * i] = math.cos(angle)
+        rotation[2 * i, 2 * i + 1] = math.sin(angle)
+        rotation[2 * i + 1, 2 * i] = -math.sin(angle)
+        rotation[2 * i + 1, 2 * i + 1] = math.cos(angle)
+    return _finish(rotation, dtype, device)
+
+
+def rot_block_diag(k, d_model, dtype=None, device=None):  # correct: torch.block_diag of 2 x 2 blocks
+    return _finish(_blocks(k, d_model, rotation_block), dtype, device)
+
+
+def rot_complex(k, d_model, dtype=None, device=None):  # correct: each pair's turn as a complex number
+    if d_model % 2:
+        raise ValueError("an odd d_model leaves a sine without its cosine")
+    turn = torch.polar(torch.ones(d_model // 2, dtype=torch.float64), k * _frequencies(d_model))
+    c, s = torch.diag(turn.real), torch.diag(turn.imag)
+    rotation = torch.stack([torch.stack([c, s], dim=-1), torch.stack([-s, c], dim=-1)], dim=1)  # (pair, 2, pair, 2)
+    return _finish(rotation.reshape(d_model, d_model), dtype, device)
+
+
+def rot_matrix_power(k, d_model, dtype=None, device=None):  # correct: one step, taken k times
+    return _finish(torch.linalg.matrix_power(_blocks(1, d_model, rotation_block), k), dtype, device)
+
+
+NEEDS_SECOND_DEVICE = {rot_ignores_device}
+
+
 # ---------------------------------------------------------------- one mistake, one cost
 
 # The notebook's own layer, defined the way a notebook defines it: its methods read `positional_encoding` from the
@@ -243,6 +333,13 @@ MUTANTS = [
     ("positional_encoding", pe_even_d_model_only),
     ("positional_encoding", pe_transposed),
     ("positional_encoding", pe_float64),
+    ("offset_rotation", rot_ignores_dtype),
+    ("offset_rotation", rot_ignores_device),
+    ("offset_rotation", rot_default_float64),
+    ("offset_rotation", rot_odd_padded),
+    ("offset_rotation", rot_float32_angles),
+    ("offset_rotation", rot_cos_only),
+    ("offset_rotation", rot_sin_cos_swapped),
     ("TokenAndPositionEmbedding", embedding_no_length_check),
     ("TokenAndPositionEmbedding", embedding_table_not_a_buffer),
     ("TokenAndPositionEmbedding", embedding_rejects_max_len),
@@ -257,6 +354,10 @@ VARIANTS = [
     ("positional_encoding", pe_loops),
     ("positional_encoding", pe_exp_log),
     ("positional_encoding", pe_list_variant),
+    ("offset_rotation", rot_loops),
+    ("offset_rotation", rot_block_diag),
+    ("offset_rotation", rot_complex),
+    ("offset_rotation", rot_matrix_power),
     ("TokenAndPositionEmbedding", embedding_persistent_buffer),
     ("TokenAndPositionEmbedding", embedding_loops_variant),
     ("TokenAndPositionEmbedding", embedding_given_weight),

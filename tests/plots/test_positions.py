@@ -1,0 +1,43 @@
+"""01's dot-product-by-offset figure draws PE[p] · PE[p + k] from the student's table, and says whether the lines agree."""
+from __future__ import annotations
+
+import torch
+
+from autograder.mistakes.positional_encoding import cosine_uses_own_index
+from autograder.reference.positional_encoding import positional_encoding
+from course import plots
+
+
+def drawn_lines(figure) -> dict[str, tuple[list, list]]:
+    (ax,) = figure.axes
+    return {line.get_label(): (list(line.get_xdata()), list(line.get_ydata()))
+            for line in ax.get_lines() if not line.get_label().startswith("_")}
+
+
+def test_each_line_is_the_dot_product_of_a_start_with_its_offsets_and_they_coincide(figures, capsys):
+    plots.show_dot_product_by_offset(positional_encoding, d_model=16, starts=(10, 25), reach=10)
+    lines = drawn_lines(figures[0])
+    assert set(lines) == {"p = 10", "p = 25"}
+    pe = positional_encoding(36, 16).double()
+    for p in (10, 25):
+        offsets, values = lines[f"p = {p}"]
+        assert offsets == list(range(-10, 11))
+        expected = [float(pe[p] @ pe[p + k]) for k in offsets]
+        assert torch.allclose(torch.tensor(values, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64), atol=1e-9)
+    first, second = (torch.tensor(lines[name][1]) for name in ("p = 10", "p = 25"))
+    assert torch.allclose(first, second, atol=1e-4), "the sinusoidal table's lines lie on top of each other"
+    assert "agree to within" in capsys.readouterr().out
+
+
+def test_a_table_whose_dot_products_depend_on_the_position_draws_lines_apart(figures, capsys):
+    plots.show_dot_product_by_offset(cosine_uses_own_index, d_model=16, starts=(10, 25), reach=10)
+    first, second = (torch.tensor(values) for _, values in drawn_lines(figures[0]).values())
+    assert (first - second).abs().max() > 0.1
+    assert "differ by up to" in capsys.readouterr().out
+
+
+def test_an_unwritten_encoding_gets_a_kind_word_and_no_figure(figures, capsys):
+    def stub(max_len, d_model):
+        raise NotImplementedError()
+    plots.show_dot_product_by_offset(stub)
+    assert not figures and "appears once `positional_encoding` is written" in capsys.readouterr().out
