@@ -1,5 +1,5 @@
 """An adversarial class for notebook 01: honest submissions and attacks on the grader, each built from the partial
-demo solution (wrong in `TokenAndPositionEmbedding`, right in `positional_encoding`: 3 of 6 points honestly)."""
+demo solution (wrong in `TokenAndPositionEmbedding`, right in `positional_encoding`: 6 of 9 points honestly)."""
 from __future__ import annotations
 
 from pathlib import Path

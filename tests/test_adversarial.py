@@ -55,18 +55,18 @@ def attacked(demo_class, tmp_path_factory):
 
 def test_honest_students_keep_their_exact_scores(attacked):
     scores = attacked.scores
-    assert scores["honest_perfect"] == (6, 6)
-    assert scores["honest_partial"] == (3, 6)
+    assert scores["honest_perfect"] == (9, 9)
+    assert scores["honest_partial"] == (6, 9)
 
 
 @pytest.mark.parametrize("attack", sorted(adversarial.ATTACKS) + ["renamed_notebook", "invalid_json"])
 def test_no_attack_earns_a_point_and_each_has_a_reason(attacked, attack):
     scores, reasons = attacked.scores, attacked.reasons
     score, top = scores[attack]
-    assert top == 6, f"{attack} changed the points available: {top}"
-    assert score <= 3, f"{attack} earned {score} points; the same code honestly earns 3"
+    assert top == 9, f"{attack} changed the points available: {top}"
+    assert score <= 6, f"{attack} earned {score} points; the same code honestly earns 6"
     if attack in adversarial.STRUCTURE or attack == "renamed_notebook":
-        assert score == 3, f"{attack}: the restored notebook should earn exactly the honest 3 points, got {score}"
+        assert score == 6, f"{attack}: the restored notebook should earn exactly the honest 6 points, got {score}"
     assert reasons.get(attack), f"{attack} has no reason for the instructor"
 
 

@@ -155,13 +155,13 @@ def test_the_adversarial_class_gains_nothing_through_a_worker(cluster, demo_clas
         scores = {s: (gb.find_submission(adversarial.ASSIGNMENT, s).code_score,
                       gb.find_submission(adversarial.ASSIGNMENT, s).max_code_score) for s in students}
     reasons = {s: e.reason for (_, s), e in Ledger(root / GRADING_DIR / "ledger.jsonl").entries().items()}
-    assert scores["honest_perfect"] == (6, 6) and scores["honest_partial"] == (3, 6), scores
+    assert scores["honest_perfect"] == (9, 9) and scores["honest_partial"] == (6, 9), scores
     for attack in ATTACKS:
-        assert scores[attack][1] == 6 and scores[attack][0] <= 3, (attack, scores[attack])
+        assert scores[attack][1] == 9 and scores[attack][0] <= 6, (attack, scores[attack])
         assert reasons.get(attack), f"{attack} has no reason for the instructor"
         assert REASONS.get(attack, "") in reasons[attack], (attack, reasons[attack])
-    assert scores["patches_allclose"] == scores["redefines_the_checks"] == (2, 6), scores
-    assert scores["points_changed_to_100"] == scores["renamed_notebook"] == (3, 6), scores
+    assert scores["patches_allclose"] == scores["redefines_the_checks"] == (4, 9), scores
+    assert scores["points_changed_to_100"] == scores["renamed_notebook"] == (6, 9), scores
     left = [p for w in cluster.workers for p in psutil.Process(w.pid).children(recursive=True)
             if adversarial.MARKER in " ".join(p.cmdline())]
     assert not left, "a graded notebook's process outlived its grading on a worker"
