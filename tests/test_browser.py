@@ -19,7 +19,7 @@ from tests.browser import CHROMIUM_ARGS, VIEWPORT, LabServer, chromium, clear_ar
     save_screenshot
 
 FIRST = "01_positional_encoding"
-EXERCISES = ["positional_encoding", "TokenAndPositionEmbedding"]  # the check titles of notebook 01
+EXERCISES = ["positional_encoding", "offset_rotation", "TokenAndPositionEmbedding"]  # the check titles of notebook 01
 SOLVED = f"solved/{FIRST}/{FIRST}.ipynb"  # the demo class's perfect answers to notebook 01, in the copy
 
 # True once "Run All" has finished: no cell waits ([*]) and the last code cell has run, or a cell failed.

@@ -76,7 +76,8 @@ def test_passed_failed_not_written_not_checked_and_missing(mixed, monkeypatch):
     results = check_notebooks(bar=False)
     assert torch.equal(rng, torch.random.get_rng_state()), "checking moved the notebook's random numbers"
     assert statuses(results) == {
-        "01_positional_encoding": {"positional_encoding": NOT_WRITTEN, "TokenAndPositionEmbedding": NOT_WRITTEN},
+        "01_positional_encoding": {"positional_encoding": NOT_WRITTEN, "offset_rotation": NOT_WRITTEN,
+                                   "TokenAndPositionEmbedding": NOT_WRITTEN},
         "02_attention": {"attention": FAILED},
         "03_masking": {"causal_mask": FAILED, "padding_mask": PASSED, "masked_attention": NOT_WRITTEN},
         # 04 carries 03's masked_attention over, which is unwritten: nothing of 04 can run yet.
@@ -119,9 +120,10 @@ def test_an_error_in_the_students_code_and_a_deleted_definition(tmp_path, monkey
     nbformat.write(notebook, path)
     monkeypatch.chdir(tmp_path)
     (result,) = check_notebooks(["01_positional_encoding"], bar=False)
-    raised, deleted = result.exercises
+    raised, rotation, deleted = result.exercises
     assert raised.status == FAILED and raised.summary.endswith("RuntimeError: my own bug")
     assert "traceback" not in raised.summary  # the table has none to point at
+    assert rotation.status == PASSED
     assert deleted.status == NOT_WRITTEN and "defines no `TokenAndPositionEmbedding`" in deleted.summary
 
 
@@ -130,7 +132,7 @@ def test_a_lone_notebook_in_colab_style_folder(tmp_path, monkeypatch):
     hand_in(tmp_path / "nested", "01_positional_encoding", "demo_perfect").rename(tmp_path / "01_positional_encoding.ipynb")
     monkeypatch.chdir(tmp_path)
     (first, second) = check_notebooks(["01_positional_encoding", "02_attention"], bar=False)
-    assert [e.status for e in first.exercises] == [PASSED, PASSED]
+    assert [e.status for e in first.exercises] == [PASSED, PASSED, PASSED]
     assert [e.status for e in second.exercises] == [MISSING] and second.path is None
 
 
