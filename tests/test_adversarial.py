@@ -103,12 +103,11 @@ def test_no_graded_output_is_larger_than_the_limit(attacked):
 
 
 def test_tampering_costs_the_checks_after_it_and_gains_no_hidden_point(attacked):
-    """The honest partial earns check 1 + hidden 2; tampering voids the visible checks after it, and the hidden
-    tests, judged in the grader's process, give exactly what the code earns: the wrong exercise still fails."""
-    scores = attacked.scores
-    for attack in ("redefines_the_checks", "patches_allclose", "patches_the_course_checks",
-                   "rebinds_checks_dynamically"):
-        assert scores[attack] == (2, 6), f"{attack}: {scores[attack]}"
+    """The honest partial earns check 1 + hidden 2 for each of its two right exercises; tampering voids the visible
+    checks it touches, and the hidden tests, judged in the grader's process, give exactly what the code earns: the
+    wrong exercise still fails. Redefining two checks by name leaves offset_rotation's check alone: its point stays."""
+    attacks = ("redefines_the_checks", "patches_allclose", "patches_the_course_checks", "rebinds_checks_dynamically")
+    assert {a: attacked.scores[a] for a in attacks} == {**dict.fromkeys(attacks, (4, 9)), "redefines_the_checks": (5, 9)}
 
 
 def test_the_attacks_earn_points_where_nothing_guards(attacked, tmp_path):

@@ -160,7 +160,7 @@ def test_the_adversarial_class_gains_nothing_through_a_worker(cluster, demo_clas
         assert scores[attack][1] == 9 and scores[attack][0] <= 6, (attack, scores[attack])
         assert reasons.get(attack), f"{attack} has no reason for the instructor"
         assert REASONS.get(attack, "") in reasons[attack], (attack, reasons[attack])
-    assert scores["patches_allclose"] == scores["redefines_the_checks"] == (4, 9), scores
+    assert scores["patches_allclose"] == (4, 9) and scores["redefines_the_checks"] == (5, 9), scores
     assert scores["points_changed_to_100"] == scores["renamed_notebook"] == (6, 9), scores
     left = [p for w in cluster.workers for p in psutil.Process(w.pid).children(recursive=True)
             if adversarial.MARKER in " ".join(p.cmdline())]
