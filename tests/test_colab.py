@@ -123,7 +123,7 @@ def test_notebook_01_as_released_runs_in_a_fresh_colab(runtime, tmp_path):
     printed = assert_fresh_colab_setup(cells)
     assert "builds on" not in printed and "carried over: []" in text_of(cells["after"])  # 01 needs none
     checks = check_cells(cells)
-    assert len(checks) == 2 and all("not written yet" in text for text in checks.values()), checks
+    assert len(checks) == 3 and all("not written yet" in text for text in checks.values()), checks
 
 
 def test_notebook_01_solved_passes_its_checks_in_colab(runtime, tmp_path):
@@ -134,7 +134,7 @@ def test_notebook_01_solved_passes_its_checks_in_colab(runtime, tmp_path):
     assert not errors(cells), errors(cells)
     assert_fresh_colab_setup(cells)
     checks = check_cells(cells)
-    assert len(checks) == 2
+    assert len(checks) == 3
     for name, text in checks.items():
         assert re.search(r"🎉 \w+: all checks passed", text) and "✘" not in text, (name, text)
 

@@ -27,23 +27,27 @@ def test_the_course_itself_is_clean(folder, assignment):
     assert not findings, [f.text() for f in findings]
 
 
+# 01's three checks, in the order of the notebook: a tampering line before them all costs all three.
+ALL_CHECKS = {"check_positional_encoding", "check_offset_rotation", "check_token_and_position_embedding"}
+
+
 @pytest.mark.parametrize("code, kind, affected", [
-    ("torch.allclose = lambda *a, **k: True", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("import torch as T\nT.Tensor.__eq__ = None", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("setattr(torch, 'allclose', None)", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("import numpy as np\nnp.testing.assert_allclose = print", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("import builtins\nbuiltins.isinstance = lambda *a: True", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("__builtins__.len = None", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("import course.checks.report\ncourse.checks.report.fail = print", "patches", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("torch.allclose = lambda *a, **k: True", "patches", ALL_CHECKS),
+    ("import torch as T\nT.Tensor.__eq__ = None", "patches", ALL_CHECKS),
+    ("setattr(torch, 'allclose', None)", "patches", ALL_CHECKS),
+    ("import numpy as np\nnp.testing.assert_allclose = print", "patches", ALL_CHECKS),
+    ("import builtins\nbuiltins.isinstance = lambda *a: True", "patches", ALL_CHECKS),
+    ("__builtins__.len = None", "patches", ALL_CHECKS),
+    ("import course.checks.report\ncourse.checks.report.fail = print", "patches", ALL_CHECKS),
     ("check_positional_encoding = lambda f: None", "rebinds", {"check_positional_encoding"}),
     ("def check_token_and_position_embedding(x):\n    pass", "rebinds", {"check_token_and_position_embedding"}),
     ("from course.checks.report import fail as check_positional_encoding", "rebinds", {"check_positional_encoding"}),
     ("def f():\n    global check_positional_encoding\n    check_positional_encoding = print", "rebinds", {"check_positional_encoding"}),
     ("for check_positional_encoding in [print]:\n    pass", "rebinds", {"check_positional_encoding"}),
-    ("import autograder.reference.positional_encoding", "imports the grader", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("globals()['check_positional_encoding'] = print", "dynamic", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("exec('x = 1')", "dynamic", {"check_positional_encoding", "check_token_and_position_embedding"}),
-    ("import importlib\nimportlib.import_module('torch')", "dynamic", {"check_positional_encoding", "check_token_and_position_embedding"}),
+    ("import autograder.reference.positional_encoding", "imports the grader", ALL_CHECKS),
+    ("globals()['check_positional_encoding'] = print", "dynamic", ALL_CHECKS),
+    ("exec('x = 1')", "dynamic", ALL_CHECKS),
+    ("import importlib\nimportlib.import_module('torch')", "dynamic", ALL_CHECKS),
     ("import os\nos._exit(0)", "exits", set()),
     ("raise SystemExit", "exits", set()),
 ])
@@ -54,18 +58,17 @@ def test_tampering_is_found_and_costs_the_checks_after_it(code, kind, affected):
     assert set(tamper_scan.affected_checks(notebook, findings)) == affected
 
 
-BOTH_CHECKS = {"check_positional_encoding", "check_token_and_position_embedding"}
 
 
 @pytest.mark.parametrize("spelling", sorted(REBINDINGS))
 def test_run_time_rebindings_are_named_and_cost_the_checks_after_them(spelling):
     """Each spelling that reaches around a plain assignment (tests/adversarial.py, where the grading run shows it
-    would pass a wrong answer's check) is named in words the report shows, and costs both checks."""
+    would pass a wrong answer's check) is named in words the report shows, and costs every check after it."""
     code, named = REBINDINGS[spelling]
     notebook = _with(code)
     findings = tamper_scan.scan(notebook)
     assert any(named in f.detail for f in findings if f.costs_points()), [f.text() for f in findings]
-    assert set(tamper_scan.affected_checks(notebook, findings)) == BOTH_CHECKS
+    assert set(tamper_scan.affected_checks(notebook, findings)) == ALL_CHECKS
 
 
 @pytest.mark.parametrize("code, named", [
@@ -79,7 +82,7 @@ def test_more_roads_around_assignment_cost_the_checks(code, named):
     notebook = _with(code)
     findings = tamper_scan.scan(notebook)
     assert any(named in f.detail for f in findings if f.costs_points()), [f.text() for f in findings]
-    assert set(tamper_scan.affected_checks(notebook, findings)) == BOTH_CHECKS
+    assert set(tamper_scan.affected_checks(notebook, findings)) == ALL_CHECKS
 
 
 @pytest.mark.parametrize("spelling", sorted(PAST_THE_SCAN))

@@ -36,6 +36,17 @@ def positional_encoding(max_len, d_model):
     return torch.tensor(rows, dtype=torch.get_default_dtype()).reshape(max_len, d_model)
 
 
+def offset_rotation(k, d_model, dtype=None, device=None):
+    if d_model % 2 == 1:
+        raise ValueError(f"offset_rotation needs an even d_model, got {d_model}")
+    rows = [[0.0] * d_model for _ in range(d_model)]
+    for i in range(0, d_model, 2):
+        angle = k / 10000 ** (i / d_model)
+        rows[i][i], rows[i][i + 1] = math.cos(angle), math.sin(angle)
+        rows[i + 1][i], rows[i + 1][i + 1] = -math.sin(angle), math.cos(angle)
+    return torch.tensor(rows, dtype=dtype or torch.get_default_dtype(), device=device)
+
+
 class TokenAndPositionEmbedding(nn.Module):
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__()
@@ -483,6 +494,18 @@ def positional_encoding_by_item(max_len, d_model):
     return table.to(torch.get_default_dtype())
 
 
+def offset_rotation_by_item(k, d_model, dtype=None, device=None):
+    if int(d_model) % 2:
+        raise ValueError(f"offset_rotation needs an even d_model, got {d_model}")
+    rotation = torch.zeros(int(d_model), int(d_model), dtype=torch.float64)
+    for pair in range(int(d_model) // 2):
+        angle = torch.tensor(k / 10000 ** (2 * pair / d_model), dtype=torch.float64)
+        c, s = angle.cos().item(), angle.sin().item()  # read on the host, written entry by entry
+        rotation[2 * pair, 2 * pair], rotation[2 * pair, 2 * pair + 1] = c, s
+        rotation[2 * pair + 1, 2 * pair], rotation[2 * pair + 1, 2 * pair + 1] = -s, c
+    return rotation.to(dtype=dtype if dtype is not None else torch.get_default_dtype(), device=device)
+
+
 class TokenAndPositionEmbedding_by_item(nn.Module):
     def __init__(self, vocab_size, d_model, max_len):
         super().__init__()
@@ -829,6 +852,7 @@ def sample_by_item(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, 
 STUDENTS = {
     "loops": Student(SOURCE, IMPORTS, {
         "positional_encoding": [positional_encoding],
+        "offset_rotation": [offset_rotation],
         "token_and_position_embedding": [TokenAndPositionEmbedding],
         "attention": [attention],
         "causal_mask": [causal_mask],
@@ -854,6 +878,7 @@ STUDENTS = {
     }),
     "loops_item": Student(SOURCE, IMPORTS, {
         "positional_encoding": [positional_encoding_by_item],
+        "offset_rotation": [offset_rotation_by_item],
         "token_and_position_embedding": [TokenAndPositionEmbedding_by_item],
         "attention": [attention_by_item],
         "causal_mask": [causal_mask_by_item],
