@@ -3,6 +3,10 @@
 It keeps the weights of the best validation score it has seen and ends with them, so a run that starts to
 overfit (validation getting worse while training keeps improving) never ends worse than its best; it can
 also stop early, once validation has stopped improving.
+
+On a GPU the loop never makes the CPU wait for the GPU at every step: a batch travels from page-locked memory
+without blocking, and the losses stay on the device until they are read together, about twice a second (for
+the progress bar), at each validation and at the end. So the CPU queues the next steps while the GPU computes.
 """
 from __future__ import annotations
 
@@ -15,6 +19,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from course.progress_bar import progress
+
+READ_EVERY_SECONDS = 0.5  # how often the losses still on the device are read back (each read waits for the GPU)
+
+
+def _to_device(windows: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """windows, on `device`. To CUDA from page-locked memory without blocking: the CPU does not wait for the copy,
+    nor for the steps already queued (a copy from ordinary memory waits for both)."""
+    if device.type == "cuda":
+        return windows.pin_memory().to(device, non_blocking=True)
+    return windows.to(device)
 
 
 def _copy_of_weights(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -44,7 +58,9 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
     the best weights the run saw, never worse than its best. keep_best=False leaves the last step's weights.
 
     `after_step(step, training_seconds)`, when given, is called after every step, and `after_eval(step, score)`
-    after every validation; their time, like validation's, does not count as training time.
+    after every validation; their time, like validation's, does not count as training time. The losses of the
+    latest steps are read from the device in groups, so history["train"] is complete after every validation and
+    at the end, not after every step.
 
     Returns a history: {"step": [...], "train": [...]} (the loss of every step), {"eval_step": [...],
     "val": [...]} (the validation scores, on "eval_windows" windows), "best_step" and "best_val" (the best of
@@ -82,13 +98,24 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
             after_eval(step, score)
         return score
 
+    unread: list[torch.Tensor] = []  # the latest steps' losses, still on the model's device
+    last_read = time.perf_counter()
+
+    def read_losses() -> None:
+        nonlocal last_read
+        if unread:
+            history["train"].extend(torch.stack(unread).tolist())  # one wait for the device, not one per step
+            unread.clear()
+        last_read = time.perf_counter()
+
     bar = progress(max_steps, "training")
     val_loss = float("nan")
     started = time.perf_counter()
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = lr * min(1.0, (step + 1) / max(1, warmup_steps))
-        windows = train_chunks[torch.randint(len(train_chunks), (batch_size,), generator=draw)].to(model_device)
+        windows = _to_device(train_chunks[torch.randint(len(train_chunks), (batch_size,), generator=draw)],
+                             model_device)
         inputs, targets = windows[:, :-1], windows[:, 1:]
         logits = model(inputs)  # (B, seq_len - 1, vocab_size)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # (B * (seq_len - 1), V) vs (B * (seq_len - 1),)
@@ -96,15 +123,20 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
         loss.backward()
         optimizer.step()
         history["step"].append(step + 1)
-        history["train"].append(loss.item())
+        unread.append(loss.detach())
         history["tokens"] += targets.numel()
+        due = (step + 1) % eval_every == 0
+        read = due or time.perf_counter() - last_read >= READ_EVERY_SECONDS
+        if read:
+            read_losses()  # waits for the queued steps, so that they count as training time
         paused = time.perf_counter()
-        if (step + 1) % eval_every == 0:
+        if due:
             val_loss = validate(step + 1)
         if after_step is not None:
             after_step(step + 1, paused - started)
         started += time.perf_counter() - paused  # validation and the hooks are not training time
-        bar.set_postfix(train=f"{history['train'][-1]:.3f}", val=f"{val_loss:.3f}", refresh=False)
+        if read:
+            bar.set_postfix(train=f"{history['train'][-1]:.3f}", val=f"{val_loss:.3f}", refresh=False)
         if patience is not None and since_best >= patience:
             history["stopped_early"] = True
             print(f"Stopped early after {step + 1} steps: validation has not improved for {since_best} evaluations "
@@ -113,6 +145,7 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
         if minutes is not None and time.perf_counter() - started > 60 * minutes:
             print(f"Stopped after {step + 1} steps: the {minutes:g}-minute budget is spent.")
             break
+    read_losses()
     history["seconds"] = time.perf_counter() - started
     if history["step"] and (not history["eval_step"] or history["eval_step"][-1] != history["step"][-1]):
         validate(history["step"][-1])
