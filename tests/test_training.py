@@ -123,3 +123,42 @@ def test_weight_decay_is_a_knob():
 def test_patience_must_be_positive():
     with pytest.raises(ValueError, match="patience"):
         train_language_model(tiny_model(), FEW_TRAIN, VAL, evaluate, max_steps=1, patience=0)
+
+
+def test_losses_read_in_groups_are_every_steps_loss(monkeypatch):
+    """Losses kept on the device and read together at the end are the same floats, one per step, as losses read
+    after every step."""
+    import course.training
+
+    def run(read_every: float) -> dict:
+        monkeypatch.setattr(course.training, "READ_EVERY_SECONDS", read_every)
+        return train_language_model(tiny_model(), MANY_TRAIN, VAL, evaluate, max_steps=40, batch_size=4, lr=3e-3,
+                                    eval_every=1000, eval_windows=8)
+
+    each_step, at_the_end = run(0.0), run(math.inf)
+    assert len(at_the_end["train"]) == 40 and all(type(x) is float for x in at_the_end["train"])
+    assert at_the_end["train"] == each_step["train"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: counts the waits for the GPU (none on a CPU)")
+def test_a_gpu_run_does_not_wait_for_the_gpu_at_every_step(monkeypatch):
+    """On CUDA, 200 steps make the CPU wait for the GPU a few times (the grouped loss reads, the one validation), not
+    once or twice a step as a per-step `.item()` and a copy from ordinary memory do. PyTorch's sync debug mode warns
+    at every such wait."""
+    import warnings
+
+    import course.training
+
+    monkeypatch.setattr(course.training, "READ_EVERY_SECONDS", math.inf)
+    model = tiny_model()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            history = train_language_model(model, MANY_TRAIN, VAL, evaluate, max_steps=200, batch_size=8, lr=3e-3,
+                                           eval_every=1000, eval_windows=8, device=torch.device("cuda"))
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    waits = [w for w in seen if "synchroniz" in str(w.message).lower()]
+    assert len(history["train"]) == 200
+    assert len(waits) < 50, f"{len(waits)} waits for the GPU in 200 steps; the first: {waits[0].message}"
