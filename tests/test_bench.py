@@ -103,3 +103,31 @@ def test_shakespeare_bench_reports_best_and_final_at_each_checkpoint(monkeypatch
     header, row = [line for line in out.splitlines() if line.startswith("| ")]
     assert "best & final, at 0.01 / 0.02 min" in header
     assert row.count(" & ") == 2 and "| cpu |" in row
+
+
+def test_reversal_profile_accounts_for_every_phase_of_the_step(monkeypatch, capsys):
+    """The profile of the course's reversal loop, end to end on a few steps: every phase in the table, the shares
+    adding up to the whole step, and the loop's own functions left as they were."""
+    import sys
+
+    import torch
+
+    from autograder.reference import reversal as ref
+
+    bench = _bench("reversal_profile")
+    batch_before = ref.reversal_batch
+    monkeypatch.setattr(sys, "argv", ["reversal_profile.py", "--threads", "1", "--steps", "4"])
+    threads = torch.get_num_threads()
+    try:
+        bench.main()
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in out.splitlines() if line.startswith("| ")
+            and "---" not in line and not line.startswith("| phase")}
+    assert list(rows) == bench.PHASES
+    shares = [int(line.rstrip(" |").rsplit("| ", 1)[1].rstrip("%")) for line in rows.values()]
+    assert 97 <= sum(shares) <= 103, shares  # each share is rounded to a whole percent
+    for phase in ("batch (reversal_batch)", "forward", "backward", "Adam step"):
+        assert float(rows[phase].split(" | ")[1]) > 0, f"{phase} took no time: the profiler did not see it"
+    assert ref.reversal_batch is batch_before
