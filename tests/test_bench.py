@@ -131,3 +131,13 @@ def test_reversal_profile_accounts_for_every_phase_of_the_step(monkeypatch, caps
     for phase in ("batch (reversal_batch)", "forward", "backward", "Adam step"):
         assert float(rows[phase].split(" | ")[1]) > 0, f"{phase} took no time: the profiler did not see it"
     assert ref.reversal_batch is batch_before
+
+
+def test_the_gpu_runbook_names_files_that_exist():
+    """bench/on_device.sh runs tests and benches by path: a renamed file must not leave a GPU session's call broken."""
+    import re
+
+    script = (ROOT / "bench" / "on_device.sh").read_text()
+    named = set(re.findall(r"\b((?:tests|bench)/[\w/]+\.py)\b", script))
+    assert {"tests/test_mutants.py", "bench/reversal_profile.py", "bench/shakespeare.py"} <= named
+    assert [path for path in sorted(named) if not (ROOT / path).is_file()] == []

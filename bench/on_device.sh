@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Issue 16's tests and measurements on a GPU device machine, in phases that each fit one device call (10 minutes).
+# Read bench/GPU.md first: it says how to carry the wheels and in which order to call the phases.
+#
+# Usage, on the device machine, from the repository root, with .whl/ carried:
+#   bash bench/on_device.sh PHASE [PHASE ...]
+#     setup              make the carried wheels and this repository importable (every other phase runs it first)
+#     checks             the device mutants, the visible checks and hidden tests on CPU and CUDA, the training and
+#                        bench tests (pytest -n $WORKERS, 14 unless set)
+#     benches            reversal to 99% on CUDA and on 2 CPU threads of the same machine, its profile on both,
+#                        attention speed on CUDA
+#     shakespeare-start  notebook 07's GPU configuration for 10 minutes, in the background (checkpoints 1 2 5 10)
+#     shakespeare-wait   wait for it (at most WAIT_SECONDS, 480 unless set) and keep its log
+#     demo               python -m autograder demo, timed
+#     suite              the whole test suite (pytest -n 8 --dist loadfile)
+# Each phase writes its log to $OUT (the device tool's folder that comes back), or ./device-results elsewhere.
+set -uo pipefail
+PYTHON=${PYTHON:-python3}
+RESULTS=${OUT:-$PWD/device-results}
+SITE=/tmp/site
+WAIT_SECONDS=${WAIT_SECONDS:-480}  # how long `shakespeare-wait` waits in one call (a call may run 600 s)
+WORKERS=${WORKERS:-14}  # pytest-xdist workers for `checks` (the device machine has 16 cores)
+mkdir -p "$RESULTS"
+export PYTHONUNBUFFERED=1 PATH="$SITE/bin:$PATH"
+
+setup() {
+    [ -f "$SITE/.installed" ] && return 0
+    ls .whl/*.whl >/dev/null 2>&1 || { echo "no wheels in .whl/: make them with bench/device_wheels.py (bench/GPU.md)"; exit 2; }
+    $PYTHON -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 2
+    # A .pth file, not PYTHONPATH: the tests start subprocesses with an environment of their own.
+    local site_packages
+    site_packages=$($PYTHON -c 'import site; print(site.getsitepackages()[0])')
+    printf '%s\n%s\n' "$SITE" "$PWD" > "$site_packages/transformers_course_device.pth"
+    touch "$SITE/.installed"
+    $PYTHON -c 'import torch, nbgrader, course; print("torch", torch.__version__, "| CUDA:", torch.cuda.is_available() and torch.cuda.get_device_name(0), "| nbgrader", nbgrader.__version__)'
+}
+
+log() { tee "$RESULTS/$1.log"; }
+
+for phase in "$@"; do
+    setup
+    case "$phase" in
+        setup) ;;
+        checks)
+            $PYTHON -m pytest -q -n "$WORKERS" -rs tests/test_mutants.py tests/test_verify.py tests/test_training.py \
+                tests/test_bench.py tests/test_crash_messages.py 2>&1 | log checks ;;
+        benches)
+            { $PYTHON bench/reversal.py --device cuda
+              $PYTHON bench/reversal.py --device cpu --threads 2
+              $PYTHON bench/reversal_profile.py --device cuda
+              $PYTHON bench/reversal_profile.py --device cpu --threads 2
+              $PYTHON bench/attention_speed.py --device cuda; } 2>&1 | grep -v "training:" | log benches ;;
+        shakespeare-start)
+            setsid nohup $PYTHON bench/shakespeare.py --device cuda --minutes 1 2 5 10 > /tmp/shakespeare.log 2>&1 &
+            sleep 60; tail -5 /tmp/shakespeare.log ;;
+        shakespeare-wait)
+            waited=0
+            until grep -q "^perplexity" /tmp/shakespeare.log || [ "$waited" -ge "$WAIT_SECONDS" ]; do
+                sleep 10; waited=$((waited + 10))
+            done
+            grep -v "training:" /tmp/shakespeare.log | log shakespeare ;;
+        demo)
+            { time $PYTHON -m autograder demo; } 2>&1 | log demo ;;
+        suite)
+            $PYTHON -m pytest -q -n 8 --dist loadfile -rs tests 2>&1 | log suite ;;
+        *) echo "unknown phase: $phase (see the top of bench/on_device.sh)"; exit 2 ;;
+    esac
+done
