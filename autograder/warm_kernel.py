@@ -21,7 +21,8 @@ from jupyter_client.provisioning import LocalProvisioner
 
 NAME = "course-warm-kernel"
 # Imported once by the grading server, before any job forks: what every kernel would otherwise import itself.
-PRELOAD = ["torch", "ipykernel.kernelapp"]
+# torch._dynamo: the first optimizer a process makes imports it (about 1.2 s), and notebooks 06 and 07 make one.
+PRELOAD = ["torch", "torch._dynamo", "ipykernel.kernelapp"]
 
 
 class _Waiting:

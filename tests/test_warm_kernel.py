@@ -16,10 +16,11 @@ from autograder.paths import ROOT
 
 # Runs in a fresh process, as a grading job does: fork the waiting copy first, while one thread runs.
 SCRIPT = textwrap.dedent('''
-    import asyncio, json, multiprocessing, os, sys
-    import torch  # imported before the fork, as the grading server imports it
-    multiprocessing.set_start_method("forkserver")  # as in a grading job, a forkserver's child
+    import asyncio, importlib, json, multiprocessing, os, sys
     from autograder import warm_kernel
+    for module in warm_kernel.PRELOAD:  # imported before the fork, as the grading server imports them
+        importlib.import_module(module)
+    multiprocessing.set_start_method("forkserver")  # as in a grading job, a forkserver's child
     warm_kernel.fork_waiting_kernel()
     waiting_pid = warm_kernel._waiting.pid
     from jupyter_client.manager import AsyncKernelManager
@@ -30,6 +31,7 @@ SCRIPT = textwrap.dedent('''
     facts = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(),
              "threads": torch.get_num_threads(), "marker": os.environ.get("WARM_TEST_MARKER"),
              "guard": "COURSE_GRADING_GUARD" in os.environ, "path0": sys.path[:3],
+             "optimizers_ready": "torch._dynamo" in sys.modules,  # what a process's first optimizer imports
              "multiprocessing": [multiprocessing.get_start_method(), multiprocessing.current_process().name,
                                  multiprocessing.parent_process() is None]}
     try:
@@ -85,6 +87,8 @@ def test_the_forked_kernel_is_the_jobs_own_child_with_its_environment_folder_thr
     assert first["pgid"] == first["pid"], "its own session and process group, as jupyter_client starts a kernel"
     assert Path(first["cwd"]) == tmp_path
     assert first["threads"] == 1 and first["marker"] == "from the job" and first["guard"]
+    assert first["optimizers_ready"] and not second["optimizers_ready"], \
+        "the forked kernel makes its first optimizer without importing torch._dynamo (1.2 s); a cold one must"
     assert first["multiprocessing"] == second["multiprocessing"] == ["fork", "MainProcess", True], \
         "to multiprocessing, the main process of a fresh Python, as a cold kernel is"
     assert "may not read the grader's files" in first["forbidden"]
