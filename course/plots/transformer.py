@@ -141,27 +141,6 @@ def reversal_pairs(batch_size: int, generator: torch.Generator) -> tuple[torch.T
     return source, target[:, :-1], target[:, 1:]
 
 
-def _adam(parameters: list, lr: float, betas=(0.9, 0.98), eps: float = 1e-9):
-    """Adam written out, one update per call once the gradients are in: the first optimizer made with torch.optim
-    imports PyTorch's compiler stack, which takes over a second, longer than a graded run of this training."""
-    first = [torch.zeros_like(p) for p in parameters]
-    second = [torch.zeros_like(p) for p in parameters]
-    step = 0
-
-    def update():
-        nonlocal step
-        step += 1
-        with torch.no_grad():
-            for p, m, v in zip(parameters, first, second):
-                if p.grad is None:
-                    continue
-                m.lerp_(p.grad, 1 - betas[0])
-                v.lerp_(p.grad.square(), 1 - betas[1])
-                p -= lr * (m / (1 - betas[0] ** step)) / ((v / (1 - betas[1] ** step)).sqrt() + eps)
-                p.grad = None
-    return update
-
-
 def _kind_word(error: Exception, doing: str) -> None:
     """What the reversal figure says instead of drawing when the student's EncoderDecoderTransformer raised."""
     if isinstance(error, NotImplementedError):
@@ -185,15 +164,16 @@ def train_tiny_reverser(EncoderDecoderTransformer, steps: int | None = None, see
     try:
         torch.manual_seed(seed)
         model = EncoderDecoderTransformer(**REVERSER).cpu().train()
-        update = _adam(list(model.parameters()), lr)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
         generator = torch.Generator().manual_seed(seed)
         losses = []
         for _ in range(steps):
             source, decoder_input, labels = reversal_pairs(batch_size, generator)
             logits = model(source, decoder_input)  # (B, LENGTH, 11)
             loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+            optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            update()
+            optimizer.step()
             losses.append(loss.detach().item())
         source, decoder_input, labels = reversal_pairs(1000, torch.Generator().manual_seed(seed + 1))
         model.eval()
