@@ -77,11 +77,18 @@ def test_shakespeare_bench_trains_the_notebooks_configuration_for_each_device():
     assert _first_values(_cell("07_shakespeare", "baselines_run"))["SEQ_LEN"] == bench.SEQ_LEN
 
 
-def test_reversal_bench_trains_the_notebooks_configuration():
+def test_reversal_bench_trains_the_notebooks_configuration_for_each_device():
     bench = _bench("reversal")
-    values = _first_values(_cell("06_reversal", "train_run"))
+    train = _cell("06_reversal", "train_run")
+    values = _first_values(train)
     assert values["CONFIG"] == {**bench.CONFIG, "vocab_size": "VOCAB", "max_len": "2 * HALF"}
     assert (values["VOCAB"], values["HALF"]) == (bench.CONFIG["vocab_size"], bench.HALF)
+    for kind, branch in _device_branches(train).items():
+        assert (branch["BATCH"], branch["LR"]) == (bench.SETTINGS[kind]["batch"], bench.SETTINGS[kind]["lr"]), kind
+    assert bench.SETTINGS["cpu"] == dict(batch=64, lr=5e-3), "the CPU settings are the ones measured in bench/README.md"
+    for cell in (train, _cell("06_reversal", "leak_run")):
+        assert (_keyword(cell, "train_reversal", "batch_size"), _keyword(cell, "train_reversal", "lr")) == ("BATCH", "LR"), \
+            "both runs train with the values the notebook states"
 
 
 def test_shakespeare_bench_reports_best_and_final_at_each_checkpoint(monkeypatch, capsys):

@@ -1,4 +1,5 @@
-"""course.training.train_language_model never ends worse than its best, and stops early when asked (issue 16).
+"""course.training.train_language_model never ends worse than its best, and stops early when asked (issue 16); on a
+GPU neither it nor notebook 06's reference reversal loop makes the CPU wait for the GPU at every step.
 
 A run is made to overfit on the CPU in about a second: a tiny model, four training windows and 64 distinct
 validation windows drawn from one Markov chain (each token has three equally likely successors, so the best
@@ -162,3 +163,25 @@ def test_a_gpu_run_does_not_wait_for_the_gpu_at_every_step(monkeypatch):
     waits = [w for w in seen if "synchroniz" in str(w.message).lower()]
     assert len(history["train"]) == 200
     assert len(waits) < 50, f"{len(waits)} waits for the GPU in 200 steps; the first: {waits[0].message}"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: counts the waits for the GPU (none on a CPU)")
+def test_the_reference_reversal_loop_does_not_wait_for_the_gpu_at_every_step():
+    """Notebook 06's own loop (the reference train_reversal, which its text recommends) reads its losses every 50
+    steps and copies its batches from page-locked memory: 200 steps make the CPU wait a few times, not 400."""
+    import warnings
+
+    from autograder.reference import reversal as ref
+
+    torch.manual_seed(0)
+    model = ref.DecoderOnlyTransformer(vocab_size=10, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=12)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            losses = ref.train_reversal(model, 200, 1024, 6, 10, 1e-2, device=torch.device("cuda"))
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    waits = [w for w in seen if "synchroniz" in str(w.message).lower()]
+    assert len(losses) == 200 and all(type(x) is float for x in losses)
+    assert len(waits) < 20, f"{len(waits)} waits for the GPU in 200 steps; the first: {waits[0].message}"

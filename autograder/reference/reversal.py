@@ -36,17 +36,23 @@ def train_reversal(model: nn.Module, steps: int, batch_size: int, half_len: int,
     model.train()
     where = next(model.parameters()).device
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
+    losses, on_device = [], []  # on_device: the latest steps' losses, not read yet
     bar = bars.progress(range(steps), "training")
-    for _ in bar:
-        batch = reversal_batch(batch_size, half_len, vocab_size).to(where)  # (B, 2n)
+    for step in bar:
+        batch = reversal_batch(batch_size, half_len, vocab_size)  # (B, 2n), on the CPU
+        if where.type == "cuda":  # copied from page-locked memory, the batch does not make the CPU wait for the GPU
+            batch = batch.pin_memory()
+        batch = batch.to(where, non_blocking=True)
         logits = model(batch)  # (B, 2n, V)
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, vocab_size), batch[:, 1:].reshape(-1))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(loss.item())
-        bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
+        on_device.append(loss.detach())
+        if len(on_device) == 50 or step == steps - 1:  # one wait for the device every 50 steps, not one a step
+            losses += torch.stack(on_device).tolist()
+            on_device.clear()
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     return losses
 
 
