@@ -7,8 +7,8 @@
 #     setup              make the carried wheels and this repository importable (every other phase runs it first)
 #     checks             the device mutants, the visible checks and hidden tests on CPU and CUDA, the training and
 #                        bench tests (pytest -n $WORKERS, 14 unless set)
-#     benches            reversal to 99% on CUDA and on 2 CPU threads of the same machine, its profile on both,
-#                        attention speed on CUDA
+#     benches            reversal to 99% on CUDA (GPU and CPU settings) and on 2 CPU threads of the same machine,
+#                        its profile on both, attention speed on CUDA
 #     shakespeare-start  notebook 07's GPU configuration for 10 minutes, in the background (checkpoints 1 2 5 10)
 #     shakespeare-wait   wait for it (at most WAIT_SECONDS, 480 unless set) and keep its log
 #     demo               python -m autograder demo, timed
@@ -46,6 +46,7 @@ for phase in "$@"; do
                 tests/test_bench.py tests/test_crash_messages.py 2>&1 | log checks ;;
         benches)
             { $PYTHON bench/reversal.py --device cuda
+              $PYTHON bench/reversal.py --device cuda --config cpu  # batch 64 on the GPU: is a step launch-bound?
               $PYTHON bench/reversal.py --device cpu --threads 2
               $PYTHON bench/reversal_profile.py --device cuda
               $PYTHON bench/reversal_profile.py --device cpu --threads 2
