@@ -66,9 +66,11 @@ def print_flood(nb):  # 10^8 lines: stopped by the cell limit, its output cut by
     _solution(nb).source += "\n\nfor i in range(10 ** 8):\n    print('spam', i)\n"
 
 
-def sleeps_past_the_notebook_limit(nb):  # each cell stays under the cell limit; the notebook does not
-    _solution(nb).source += "\n\nimport time\ntime.sleep(14)\n"
-    nb.cells[_index(nb, "token_and_position_embedding")].source += "\n\nimport time\ntime.sleep(14)\n"
+def sleeps_past_the_notebook_limit(nb):
+    """Each of three cells sleeps 14 s, under the tests' 15-s cell limit; together they sleep 42 s, past the 30-s
+    notebook limit by their sleeps alone, however fast the rest of the notebook runs."""
+    for solution in ("positional_encoding", "offset_rotation", "token_and_position_embedding"):
+        nb.cells[_index(nb, solution)].source += "\n\nimport time\ntime.sleep(14)\n"
 
 
 MARKER = "left-running-by-an-adversarial-notebook"
