@@ -39,6 +39,12 @@ class mha_weights_averaged_over_heads(_MHA):
         return out, weights.mean(1)
 
 
+class mha_weights_to_cpu(_MHA):  # the weights moved to the CPU (to plot them?): right only where the CPU is all there is
+    def forward(self, x_q, x_kv=None, mask=None):
+        out, weights = super().forward(x_q, x_kv, mask)
+        return out, weights.cpu()
+
+
 class mha_without_bias(RefMHA):
     def __init__(self, d_model, n_heads, dropout=0.0):
         super().__init__(d_model, n_heads, dropout)
@@ -576,6 +582,7 @@ MUTANTS = [
     ("MultiHeadAttention", mha_key_length_from_queries),
     ("FeedForward", ff_dropout_in_eval),
     ("TransformerBlock", block_dropout_in_eval),
+    ("MultiHeadAttention", mha_weights_to_cpu),
 ]
 
 VARIANTS = [
@@ -596,3 +603,7 @@ VARIANTS = [
     ("TransformerBlock", block_arena_style_variant),
     ("TransformerBlock", block_parts_built_by_keyword_variant),
 ] + [("TransformerBlock", block) for block in BLOCKS_WITH_WRONG_PARTS]
+
+# Mutants that differ from a correct implementation only on a second real device (tests/test_mutants.py skips them
+# where the CPU is the only device, saying so).
+NEEDS_SECOND_DEVICE = {mha_weights_to_cpu}

@@ -81,6 +81,13 @@ class embedding_table_not_a_buffer(nn.Module):  # the table stays on the CPU in 
         return out.float()
 
 
+class embedding_table_made_on_the_cpu(WithCourseInit):  # the table made in forward and never moved to the tokens'
+    def forward(self, tokens):                         # device: right only where the CPU is all there is
+        if tokens.shape[-1] > self.max_len:
+            raise ValueError("too long")
+        return self.embed(tokens) * math.sqrt(self.d_model) + reference_pe(tokens.shape[-1], self.d_model)
+
+
 class embedding_rejects_max_len(WithCourseInit):  # `>=` where `>` belongs: exactly max_len tokens raise
     def forward(self, tokens):
         if tokens.shape[-1] >= self.max_len:
@@ -276,7 +283,7 @@ def rot_matrix_power(k, d_model, dtype=None, device=None):  # correct: one step,
     return _finish(torch.linalg.matrix_power(_blocks(1, d_model, rotation_block), k), dtype, device)
 
 
-NEEDS_SECOND_DEVICE = {rot_ignores_device}
+NEEDS_SECOND_DEVICE = {rot_ignores_device, embedding_table_made_on_the_cpu}
 
 
 # ---------------------------------------------------------------- one mistake, one cost
@@ -347,6 +354,7 @@ MUTANTS = [
     ("TokenAndPositionEmbedding", embedding_without_max_len),
     ("TokenAndPositionEmbedding", embedding_default_init),
     ("TokenAndPositionEmbedding", embedding_std_one_over_d_model),
+    ("TokenAndPositionEmbedding", embedding_table_made_on_the_cpu),
 ] + [("TokenAndPositionEmbedding", layer_over(wrong, scaled=False, calls_it_in=where))
      for wrong in WRONG_ENCODINGS for where in _LAYERS]
 
