@@ -1,7 +1,8 @@
 """Grade on a Dask cluster: each (student, notebook) is one task on the cluster's workers.
 
-No filesystem is shared with the grader. A task carries the handed-in notebook's bytes (and its timestamp.txt,
-which nbgrader's late penalty reads) and the bytes of the gradebook its private copy starts from; on the worker it
+No filesystem is shared with the grader. A task carries the handed-in notebook's bytes, those of every file beside
+it (timestamp.txt, which nbgrader's late penalty reads, and whatever the student handed in with the notebook: a
+module of their own, data), and the bytes of the gradebook its private copy starts from; on the worker it
 runs through the same `autograde_one` as a local job (sandbox, guard, the grader's own verdicts) inside a scratch
 course root of that worker process's own, a copy of the course the worker has installed. It returns the
 autograded notebook's bytes, its private gradebook's bytes, the notes, the reason, the network line and the
@@ -28,11 +29,16 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from nbgrader.coursedir import CourseDirectory
+
 from autograder.grading import TRY_AGAIN, Job, Limits, autograde_one
 from autograder.paths import copy_course, notebook_path
 
 CONNECT_SECONDS = 10  # how long the grader tries to reach the scheduler before it gives up
 TIMESTAMP = "timestamp.txt"
+# A file beside a notebook larger than this stays with the grader: nbgrader's submit and collect leave such files
+# behind too (CourseDirectory.max_file_size, in kilobytes).
+MAX_FILE_BYTES = 1000 * CourseDirectory.class_traits()["max_file_size"].default_value
 
 _scratch: Path | None = None
 _scratch_lock = threading.Lock()
@@ -63,9 +69,9 @@ def scratch_root() -> Path:
         return _scratch
 
 
-def grade_task(job: Job, notebook: bytes, timestamp: bytes | None, template: bytes, limits: Limits) -> dict:
-    """On a worker: autograde `job` from the handed-in `notebook` (and its `timestamp`), its private gradebook
-    starting as `template`. Returns {"notebook": the autograded notebook's bytes or None, "gradebook": the private
+def grade_task(job: Job, notebook: bytes, beside: dict[str, bytes], template: bytes, limits: Limits) -> dict:
+    """On a worker: autograde `job` from the handed-in `notebook` and the files `beside` it (path within the
+    hand-in's folder -> bytes), its private gradebook starting as `template`. Returns {"notebook": the autograded notebook's bytes or None, "gradebook": the private
     gradebook's bytes, "notes", "reason", "network", "seconds"}."""
     from distributed import get_worker
     root = scratch_root()
@@ -75,8 +81,9 @@ def grade_task(job: Job, notebook: bytes, timestamp: bytes | None, template: byt
     shutil.rmtree(autograded.parent, ignore_errors=True)
     handed_in.parent.mkdir(parents=True)
     handed_in.write_bytes(notebook)
-    if timestamp is not None:
-        (handed_in.parent / TIMESTAMP).write_bytes(timestamp)
+    for name, data in beside.items():
+        (handed_in.parent / name).parent.mkdir(parents=True, exist_ok=True)
+        (handed_in.parent / name).write_bytes(data)
     job.database = root / "grading" / "jobs" / f"{job.assignment}--{job.student}.db"
     job.database.parent.mkdir(parents=True, exist_ok=True)
     job.database.write_bytes(template)
@@ -116,11 +123,23 @@ def run_on_cluster(client, root: Path, todo: list[Job], template: Path, limits: 
         client.close()
 
 
-def _handed_in(root: Path, job: Job) -> tuple[bytes, bytes | None]:
-    """The bytes of `job`'s handed-in notebook under root/submitted, and of its timestamp.txt (None if none)."""
+def _handed_in(root: Path, job: Job) -> tuple[bytes, dict[str, bytes]]:
+    """The bytes of `job`'s handed-in notebook under root/submitted, and of every other file in its folder and the
+    folders below, by path within it: on the worker nbgrader copies them beside the notebook by its own rules, as
+    it does here. A link, or a file over MAX_FILE_BYTES, is not sent, with a note on `job` for the instructor."""
     notebook = notebook_path(root / "submitted" / job.student, job.assignment)
-    timestamp = notebook.parent / TIMESTAMP
-    return notebook.read_bytes(), timestamp.read_bytes() if timestamp.exists() else None
+    beside = {}
+    for path in sorted(notebook.parent.rglob("*")):
+        name = path.relative_to(notebook.parent).as_posix()
+        if path.is_symlink():
+            job.notes.append(f"{name}, handed in beside the notebook, is a link: it was not sent to the cluster")
+        elif path.is_file() and path != notebook:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                job.notes.append(f"{name}, handed in beside the notebook, is larger than nbgrader's max_file_size "
+                                 f"({MAX_FILE_BYTES // 10 ** 6} MB): it was not sent to the cluster")
+            else:
+                beside[name] = path.read_bytes()
+    return notebook.read_bytes(), beside
 
 
 def _collect(root: Path, job: Job, future, workspace: Path) -> Job:

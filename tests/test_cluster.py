@@ -1,7 +1,7 @@
 """`python -m autograder grade --scheduler ADDRESS`: a real Dask scheduler and two real workers on this machine, each
 worker in a scratch copy of the course of its own (no hand-ins, no gradebook), grade what the local run grades, to
-the same cell; the adversarial class gains nothing through a worker; a worker killed mid-run loses no grade; an
-address where nothing listens fails at once with what to do."""
+the same cell, a notebook that imports a module handed in beside it too; the adversarial class gains nothing through
+a worker; a worker killed mid-run loses no grade; an address where nothing listens fails at once with what to do."""
 import json
 import os
 import shutil
@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+import nbformat
 import psutil
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.demo.submissions import STUDENTS
+from autograder.demo.submissions import STUDENTS, write_submission
 from autograder.grading import GRADING_DIR
 from autograder.ledger import Ledger
 from autograder.paths import notebook_path
@@ -125,6 +126,60 @@ def test_the_cluster_grades_the_demo_class_as_this_machine_does(cluster, demo_cl
             assert here.exists() == notebook_path(demo_root / "autograded" / student, assignment).exists(), here
     assert len(Ledger(root / GRADING_DIR / "ledger.jsonl").entries()) == len(GRADED) * len(STUDENTS)
     assert not (root / GRADING_DIR / "jobs").exists(), "private gradebooks are removed after the run"
+
+
+# A student's own module beside notebook 01, reading a number from a data file in a folder below: the notebook's
+# positional_encoding cell only imports it. Written here, not taken from the reference.
+OWN_MODULE = """import torch
+from pathlib import Path
+
+BASE = float((Path(__file__).parent / "data" / "base.txt").read_text())
+
+
+def positional_encoding(max_len, d_model):
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]
+    frequency = BASE ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency)[:, : d_model // 2]
+    return table.to(torch.get_default_dtype())
+"""
+
+
+def _hand_in_with_a_module_beside(demo_root: Path, target: Path) -> Path:
+    """A copy of the demo class whose only hand-in is student `modular`'s notebook 01, its positional encoding in a
+    module of their own beside the notebook (`my_encoding.py`, reading `data/base.txt`)."""
+    shutil.copytree(demo_root, target, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback",
+                                                                     GRADING_DIR))
+    assignment = GRADED[0]
+    handed_in = notebook_path(target / "submitted" / "modular", assignment)
+    write_submission("demo_perfect", notebook_path(target / "release", assignment),
+                     notebook_path(target / "source", assignment), handed_in)
+    notebook = nbformat.read(handed_in, as_version=4)
+    next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "positional_encoding").source \
+        = "from my_encoding import positional_encoding"
+    nbformat.write(notebook, handed_in)
+    (handed_in.parent / "my_encoding.py").write_text(OWN_MODULE)
+    (handed_in.parent / "data").mkdir()
+    (handed_in.parent / "data" / "base.txt").write_text("10000\n")
+    return target
+
+
+def test_a_module_handed_in_beside_the_notebook_reaches_the_worker(cluster, demo_class, tmp_path):
+    """nbgrader copies what a student hands in beside the notebook next to it before it runs it; a worker must get
+    those files too, or the same hand-in scores differently on a cluster (before workers got them, this one scored
+    3 of 9 there and 9 here)."""
+    demo_root, _ = demo_class
+    scores = {}
+    for where, options in {"here": ["--jobs", "1"], "cluster": ["--scheduler", cluster.address]}.items():
+        root = _hand_in_with_a_module_beside(demo_root, tmp_path / where)
+        result = run_autograder(root, "grade", GRADED[0], *options)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        scores[where] = _cells(root, GRADED[:1], ["modular"])
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+            submission = gb.find_submission(GRADED[0], "modular")
+            assert (submission.code_score, submission.max_code_score) == (9, 9), (where, result.stdout[-2000:])
+    assert scores["cluster"] == scores["here"]
 
 
 # Attacks on the grader's files, the other students, the network, the checks, and processes: what a worker that
