@@ -71,8 +71,8 @@ def scratch_root() -> Path:
 
 def grade_task(job: Job, notebook: bytes, beside: dict[str, bytes], template: bytes, limits: Limits) -> dict:
     """On a worker: autograde `job` from the handed-in `notebook` and the files `beside` it (path within the
-    hand-in's folder -> bytes), its private gradebook starting as `template`. Returns {"notebook": the autograded notebook's bytes or None, "gradebook": the private
-    gradebook's bytes, "notes", "reason", "network", "seconds"}."""
+    hand-in's folder -> bytes), its private gradebook starting as `template`. Returns {"notebook": the autograded
+    notebook's bytes or None, "gradebook": the private gradebook's bytes, "notes", "reason", "network", "seconds"}."""
     from distributed import get_worker
     root = scratch_root()
     handed_in = notebook_path(root / "submitted" / job.student, job.assignment)
