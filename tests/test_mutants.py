@@ -72,27 +72,24 @@ def test_mutant_loses_points(module, exercise, impl, capsys):
     assert visible or hidden, f"{impl.__name__} passed both the visible check and the hidden test"
 
 
-def _device_only() -> list:
-    return [pytest.param(module, exercise, impl, id=f"{exercise}-{impl.__name__}")
-            for module in MUTANT_MODULES
-            for listing in [importlib.import_module(f"tests.mutants.{module}")]
-            for exercise, impl in listing.MUTANTS if impl in getattr(listing, "NEEDS_SECOND_DEVICE", set())]
+def _gets_full_points(module, exercise, impl) -> None:
+    assert _fails(lambda: visible_check(exercise)(impl)) is None
+    assert _fails(lambda: hidden_test(module, exercise)(impl)) is None
 
 
 @pytest.mark.skipif(len(available_devices()) > 1, reason="a second device is here: test_mutant_loses_points runs "
                     "each device-only mutant instead")
-@pytest.mark.parametrize("module, exercise, impl", _device_only())
+@pytest.mark.parametrize("module, exercise, impl", [pytest.param(*p.values, id=p.id) for p in _listed("MUTANTS")
+                                                    if ONE_DEVICE in p.marks])
 def test_a_device_only_mutant_is_right_where_the_cpu_is_the_only_device(module, exercise, impl, capsys):
     """The skip above each device-only mutant is honest: on the CPU alone it passes both the visible check and the
     hidden test, so its mistake is one that only a second device can show (otherwise it belongs with the others)."""
-    assert _fails(lambda: visible_check(exercise)(impl)) is None
-    assert _fails(lambda: hidden_test(module, exercise)(impl)) is None
+    _gets_full_points(module, exercise, impl)
 
 
 @pytest.mark.parametrize("module, exercise, impl", _listed("VARIANTS"))
 def test_correct_variant_gets_full_points(module, exercise, impl, capsys):
-    assert _fails(lambda: visible_check(exercise)(impl)) is None
-    assert _fails(lambda: hidden_test(module, exercise)(impl)) is None
+    _gets_full_points(module, exercise, impl)
 
 
 @pytest.mark.parametrize("module", MUTANT_MODULES)

@@ -81,8 +81,8 @@ class embedding_table_not_a_buffer(nn.Module):  # the table stays on the CPU in 
         return out.float()
 
 
-class embedding_table_made_on_the_cpu(WithCourseInit):  # the table made in forward and never moved to the tokens'
-    def forward(self, tokens):                         # device: right only where the CPU is all there is
+class embedding_table_made_on_the_cpu(WithCourseInit):  # made in forward, never moved: right only on the CPU alone
+    def forward(self, tokens):
         if tokens.shape[-1] > self.max_len:
             raise ValueError("too long")
         return self.embed(tokens) * math.sqrt(self.d_model) + reference_pe(tokens.shape[-1], self.d_model)
