@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import torch
 
-from course.checks.compare import is_close
+from course.checks.compare import difference, is_close
 from course.checks.crash import describe_crash
 from course.checks.report import CheckFailed, is_stub, warnings_on_stdout
 from course.device import available_devices, supported_dtypes
@@ -61,15 +61,20 @@ def _shape_dtype_device(what: str, student, reference) -> str | None:
 
 @dataclass(frozen=True)
 class Close(Rule):
-    """A tensor of the same shape, dtype and device, equal within the tolerance of `dtype`."""
+    """A tensor of the same shape, dtype and device, equal within the tolerance of `dtype`; with `up_to_shift`
+    (logits), up to a constant added along the last axis at each position. The message says where the values differ
+    most, with both numbers, and when a float64 result carries float32's precision only."""
     dtype: str = "torch.float32"
+    up_to_shift: bool = False
 
     def judge(self, what, student, reference):
         found = _shape_dtype_device(what, student, reference)
         if found:
             return found
-        if not is_close(tensor_of(student), tensor_of(reference), getattr(torch, self.dtype.removeprefix("torch."))):
-            return f"{what}: values differ from the reference"
+        actual, expected = tensor_of(student), tensor_of(reference)
+        dtype = getattr(torch, self.dtype.removeprefix("torch."))
+        if not is_close(actual, expected, dtype, self.up_to_shift):
+            return f"{what}: values differ from the reference: {difference(actual, expected, dtype, self.up_to_shift)}"
         return None
 
 
@@ -151,6 +156,11 @@ class Observations:
 
     def close(self, what: str, value, dtype: torch.dtype = torch.float32) -> None:
         self._add(what, value, Close(str(dtype)))
+
+    def logits(self, what: str, value, dtype: torch.dtype = torch.float32) -> None:
+        """Logits: judged as `close` is, up to a constant added along the vocabulary axis at each position
+        (log-probabilities pass: the same softmax, cross-entropy, argmax and samples)."""
+        self._add(what, value, Close(str(dtype), up_to_shift=True))
 
     def exact(self, what: str, value, show: bool = False) -> None:
         self._add(what, value, Exact(show))

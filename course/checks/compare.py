@@ -18,22 +18,104 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return TOLERANCE.get(dtype, TOLERANCE[torch.float32])
 
 
-def is_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> bool:
-    """Same shape and values within `dtype`'s tolerance; NaN never matches a number."""
+def centred(t: torch.Tensor) -> torch.Tensor:
+    """`t` as float64 on the CPU, less its mean along the last axis: what logits say, since logits plus a constant at
+    each position (log-probabilities, say) give the same softmax, cross-entropy, argmax and samples."""
+    t = t.detach().to("cpu", torch.float64)
+    return t - t.mean(-1, keepdim=True) if t.dim() and t.shape[-1] else t
+
+
+def is_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype, up_to_shift: bool = False) -> bool:
+    """Same shape and values within `dtype`'s tolerance; NaN never matches a number. With `up_to_shift` (logits),
+    values that differ by a constant along the last axis count as equal."""
     if tuple(actual.shape) != tuple(expected.shape):
         return False
     atol, rtol = tolerance(dtype)
-    a = actual.detach().to("cpu", torch.float64)
-    e = expected.detach().to("cpu", torch.float64)
+    if up_to_shift:
+        a, e = centred(actual), centred(expected)
+    else:
+        a, e = actual.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
     return bool(torch.allclose(a, e, atol=atol, rtol=rtol, equal_nan=True))
 
 
-def known_mistake(actual: torch.Tensor, mistakes: dict[str, dict], dtype: torch.dtype) -> str | None:
-    """The message of the stored mistake whose output `actual` reproduces, if any."""
+def known_mistake(actual: torch.Tensor, mistakes: dict[str, dict], dtype: torch.dtype,
+                  up_to_shift: bool = False) -> str | None:
+    """The message of the stored mistake whose output `actual` reproduces, if any (compared as `is_close` does)."""
     for mistake in mistakes.values():
-        if is_close(actual, mistake["output"], dtype):
+        if is_close(actual, mistake["output"], dtype, up_to_shift):
             return mistake["message"]
     return None
+
+
+def shown_apart(expected: float, actual: float) -> tuple[str, str]:
+    """The two numbers written with as many significant digits as it takes to tell them apart (at least 6; beyond 6,
+    both with the same number of digits, trailing zeros kept)."""
+    for digits in range(6, 18):
+        style = "#" if digits > 6 else ""
+        e, a = f"{expected:{style}.{digits}g}", f"{actual:{style}.{digits}g}"
+        if e != a:
+            return e, a
+    return repr(expected), repr(actual)
+
+
+FLOAT32_CAUSES = ("somewhere it went through float32. The usual causes: a `.float()`, a float32 constant "
+                  "(`torch.tensor(...)` without `dtype=`), or a softmax forced to float32 (`softmax(..., "
+                  "dtype=torch.float32)`). Keep your inputs' dtype from start to end.")
+
+
+FLOAT32_RELATIVE = 2e-6  # a float64 result this close (relative to its largest value) is float32-precise only
+
+
+def float32_precision(a: torch.Tensor, e: torch.Tensor) -> str:
+    """For a float64 result `a` (as float64 on the CPU) that misses `e`: a sentence when it carries only float32's
+    precision, "" otherwise: either every value is a float32 number (computed in float32 and converted back) within
+    float32's tolerance, or all agree to about 7 significant digits, far closer than a mistake in a formula comes."""
+    finite = torch.isfinite(a) & torch.isfinite(e)
+    if not finite.all() or not a.numel():
+        return ""
+    a, e = a[finite], e[finite]
+    if torch.equal(a, a.float().double()) and not torch.equal(e, e.float().double()) and \
+            is_close(a, e, torch.float32):
+        return f"Every value of your float64 result is a float32 number: {FLOAT32_CAUSES}"
+    scale = max(float(e.abs().max()), 1e-30)
+    if float((a - e).abs().max()) <= FLOAT32_RELATIVE * scale:
+        return (f"Your float64 result agrees with the expected one to about 7 significant digits only, the precision "
+                f"of float32: {FLOAT32_CAUSES}")
+    return ""
+
+
+def difference(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype, up_to_shift: bool = False) -> str:
+    """Where `actual` differs from `expected` (same shape), in words: the first NaN, or the value furthest outside
+    `dtype`'s tolerance with both numbers written far enough to differ, and whether a float64 result carries
+    float32's precision only. With `up_to_shift`, `actual` is first moved by the constant at each position that best
+    matches `expected`."""
+    a = actual.detach().to("cpu", torch.float64)
+    e = expected.detach().to("cpu", torch.float64)
+    if torch.isnan(a).any() and not torch.isnan(e).any():
+        where = tuple(int(i) for i in torch.nonzero(torch.isnan(a))[0])
+        return f"it contains NaN (first at index {where})."
+    raw, shifted = a, ""
+    if up_to_shift and a.dim() and a.shape[-1] and torch.isfinite(a).all():
+        offset = a.mean(-1, keepdim=True) - e.mean(-1, keepdim=True)
+        if (offset.abs() > 0).any():
+            a = a - offset
+            shifted = (" (logits count the same up to a constant at each position, so yours were first moved by "
+                       "the constant that fits best)")
+    atol, rtol = tolerance(dtype)
+    diff = (a - e).abs().nan_to_num(float("inf"))
+    allowed = atol + rtol * e.abs().nan_to_num(0.0)
+    excess = diff - allowed  # the value furthest outside the tolerance, which need not be the largest difference
+    where = tuple(int(i) for i in torch.nonzero(excess == excess.max())[0])
+    expected_text, actual_text = shown_apart(e[where].item(), a[where].item())
+    d, tol = diff[where].item(), allowed[where].item()
+    close_call = f" where {str(dtype).removeprefix('torch.')} allows {tol:.2g}" if d < 10 * tol else ""
+    detail = (f"at index {where}{shifted} expected {expected_text}, got {actual_text} (a difference of {d:.3g}"
+              f"{close_call}).")
+    if dtype == torch.float64:
+        note = float32_precision(a if shifted else raw, e)
+        if note:
+            detail += f"\n  {note}"
+    return detail
 
 
 def expect_tensor(what: str, actual, *, shape=None, dtype=None, device=None) -> None:
@@ -51,23 +133,15 @@ def expect_tensor(what: str, actual, *, shape=None, dtype=None, device=None) -> 
 
 
 def expect_values(what: str, actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
-                  mistakes: dict[str, dict] | None = None) -> None:
-    """Fail unless `actual` equals the stored `expected`; name the known mistake it matches, if any."""
+                  mistakes: dict[str, dict] | None = None, up_to_shift: bool = False) -> None:
+    """Fail unless `actual` equals the stored `expected`; name the known mistake it matches, if any. With
+    `up_to_shift` (logits), a constant added along the last axis at each position changes nothing, on either side
+    of a comparison: stored mistakes are recognised the same way."""
     expect_tensor(what, actual, shape=expected.shape)
-    if is_close(actual, expected, dtype):
+    if is_close(actual, expected, dtype, up_to_shift):
         return
-    named = known_mistake(actual, mistakes or {}, dtype)
-    a = actual.detach().to("cpu", torch.float64)
-    e = expected.to(torch.float64)
-    if torch.isnan(a).any() and not torch.isnan(e).any():
-        where = tuple(int(i) for i in torch.nonzero(torch.isnan(a))[0])
-        detail = f"it contains NaN (first at index {where})."
-    else:
-        diff = (a - e).abs().nan_to_num(float("inf"))
-        where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
-        detail = (f"largest difference {diff.max().item():.3g} at index {where}: "
-                  f"expected {e[where].item():.6g}, got {a[where].item():.6g}.")
-    message = f"{what} {VALUES_DIFFER}: {detail}"
+    named = known_mistake(actual, mistakes or {}, dtype, up_to_shift)
+    message = f"{what} {VALUES_DIFFER}: {difference(actual, expected, dtype, up_to_shift)}"
     if named:
         message += f"\n  {KNOWN_MISTAKE}: {named}"
     fail(message)
