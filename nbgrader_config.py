@@ -20,12 +20,8 @@ c.Execute.timeout = 300
 c.Execute.startup_timeout = 120
 c.Execute.interrupt_on_timeout = True
 
-# nbgrader gives 0 points to a test cell with anything on stderr. Drop harmless noise first:
-# Python and torch warnings, tqdm progress bars, and matplotlib's font cache notice.
-c.IgnorePattern.pattern = (
-    r"^(?:[^\n]*(?:Warning: |warnings\.warn\(|\d+%\||Matplotlib is building the font cache)[^\n]*(?:\n|$))+$"
-)
-c.IgnorePattern.enabled = True
+# nbgrader gives 0 points to a test cell with anything on stderr: under nbgrader every notebook's set-up cell has the
+# kernel show stderr as stdout (course/graded_output.py), in autograde and validate alike, so no filter is needed here.
 
 # A graded cell a student deleted comes back from the source version instead of being lost.
 c.OverwriteCells.add_missing_cells = True

@@ -8,6 +8,7 @@ import torch
 
 from course.about import NOTEBOOKS, builds_on
 from course.device import pick_device
+from course.graded_output import show_stderr_as_stdout
 
 _assignment_set_up: str | None = None  # the notebook whose set-up cell ran in this kernel, for use_drive()
 
@@ -74,7 +75,8 @@ def use_drive(assignment: str | None = None) -> None:
 
 
 def setup_notebook(assignment: str | None = None, seed: int = 0) -> torch.device:
-    """Seed the random generators, report where the notebook runs, and return the device to use.
+    """Seed the random generators, report where the notebook runs, and return the device to use. Under nbgrader
+    (autograde or validate), stderr is shown as stdout from here on (`course.graded_output`).
 
     In Colab, `assignment` (the notebook's name) also lets it say which earlier notebooks it builds on
     are missing, and how to find them in Google Drive (`use_drive`) or upload them.
@@ -83,6 +85,8 @@ def setup_notebook(assignment: str | None = None, seed: int = 0) -> torch.device
         raise ValueError(f"There is no notebook {assignment!r}; the notebooks are {', '.join(NOTEBOOKS)}.")
     global _assignment_set_up
     _assignment_set_up = assignment
+    if under_grading():  # nbgrader fails a graded cell for any stderr: a progress bar or a log line is no mistake
+        show_stderr_as_stdout()
     torch.manual_seed(seed)
     device = pick_device()
     where = "Colab" if in_colab() else "this machine"
