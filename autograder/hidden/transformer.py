@@ -1,8 +1,9 @@
 """Hidden tests for notebook 05: fresh configurations whose parameters get fresh weights by name on each side (the names
 and shapes themselves are an observation), outputs on every device and dtype, in eval mode (with dropout > 0 too), at
-every depth from 1 to 4 and for sequences of one token; `EncoderDecoderTransformer` with torch's decoder layer in place
-of each DecoderBlock, so that a mistake there costs points once; `generate` on hand-made toy language models (one with
-dropout), its samples judged against the exact probabilities the grader computes itself."""
+every depth from 1 to 4 and for sequences of one token, logits judged up to a constant at each position (so
+log-probabilities pass); `EncoderDecoderTransformer` with torch's decoder layer in place of each DecoderBlock, so that
+a mistake there costs points once; `generate` on hand-made toy language models (one with dropout), its samples judged
+against the exact probabilities the grader computes itself."""
 from dataclasses import dataclass, field
 
 import torch
@@ -55,7 +56,7 @@ def observe_decoder_only_transformer(DecoderOnlyTransformer, seed: int = 501) ->
         model = fresh_weights(seen, DecoderOnlyTransformer(**config).double(), what, weights_seed).eval()
         for device, dtype in grid():
             logits = model.to(device, dtype)(_on(tokens, device))
-            seen.close(f"logits of {what} for tokens {_shape(tokens)} ({device.type}, {dtype})", logits, dtype)
+            seen.logits(f"logits of {what} for tokens {_shape(tokens)} ({device.type}, {dtype})", logits, dtype)
     return seen
 
 
@@ -129,9 +130,9 @@ def observe_encoder_decoder_transformer(EncoderDecoderTransformer, seed: int = 5
         for src_lengths in (None, lengths):
             for device, dtype in grid():
                 logits = model.to(device, dtype)(_on(src, device), _on(tgt, device), _on(src_lengths, device))
-                seen.close(f"{what}, src {_shape(src)}, tgt {_shape(tgt)}, src_lengths "
-                           f"{None if src_lengths is None else src_lengths.tolist()} ({device.type}, {dtype})",
-                           logits, dtype)
+                seen.logits(f"{what}, src {_shape(src)}, tgt {_shape(tgt)}, src_lengths "
+                            f"{None if src_lengths is None else src_lengths.tolist()} ({device.type}, {dtype})",
+                            logits, dtype)
     return seen
 
 

@@ -505,6 +505,48 @@ def next_token_from_the_host(model, prompt, max_new_tokens, temperature=1.0, top
         _standard(temperature, top_k, generator)(logits).tolist()))
 
 
+# ---------------------------------------------------------------- logits up to a constant at each position
+
+class decoder_only_log_probabilities(ref.DecoderOnlyTransformer):  # VARIANT: log_softmax of the head's output
+    def forward(self, tokens):
+        return F.log_softmax(super().forward(tokens), dim=-1)
+
+
+class decoder_only_max_subtracted(ref.DecoderOnlyTransformer):  # VARIANT: each position less its largest logit
+    def forward(self, tokens):
+        logits = super().forward(tokens)
+        return logits - logits.amax(dim=-1, keepdim=True).detach()
+
+
+class encoder_decoder_log_probabilities(ref.EncoderDecoderTransformer):  # VARIANT: log_softmax of the head's output
+    def forward(self, src, tgt, src_lengths=None):
+        return super().forward(src, tgt, src_lengths).log_softmax(-1)
+
+
+class log_softmax_over_positions(ref.DecoderOnlyTransformer):  # a constant per vocabulary entry, not per position
+    def forward(self, tokens):
+        return super().forward(tokens).log_softmax(dim=-2)
+
+
+class logits_scaled_per_position(ref.DecoderOnlyTransformer):  # multiplied, not shifted: a sharper softmax further on
+    def forward(self, tokens):
+        logits = super().forward(tokens)
+        T = logits.shape[-2]
+        return logits * (1 + torch.arange(T, device=logits.device, dtype=logits.dtype) / T)[:, None]
+
+
+class logits_shifted_across_vocabulary(ref.DecoderOnlyTransformer):  # a shift that differs from token to token
+    def forward(self, tokens):
+        logits = super().forward(tokens)
+        V = logits.shape[-1]
+        return logits + 0.1 * torch.arange(V, device=logits.device, dtype=logits.dtype) / V
+
+
+class encoder_decoder_logits_doubled(ref.EncoderDecoderTransformer):  # a temperature of 1/2 baked into the head
+    def forward(self, src, tgt, src_lengths=None):
+        return 2 * super().forward(src, tgt, src_lengths)
+
+
 MUTANTS = [
     ("DecoderOnlyTransformer", tied_head),
     ("DecoderOnlyTransformer", returns_probabilities),
@@ -537,6 +579,10 @@ MUTANTS = [
     ("generate", top_k_above_vocabulary_fails),
     ("DecoderOnlyTransformer", mask_on_default_device),
     ("generate", next_token_from_the_host),
+    ("DecoderOnlyTransformer", log_softmax_over_positions),
+    ("DecoderOnlyTransformer", logits_scaled_per_position),
+    ("DecoderOnlyTransformer", logits_shifted_across_vocabulary),
+    ("EncoderDecoderTransformer", encoder_decoder_logits_doubled),
 ]
 
 VARIANTS = [
@@ -550,6 +596,9 @@ VARIANTS = [
     ("DecoderOnlyTransformer", decoder_only_buffers_variant),
     ("DecoderBlock", decoder_block_buffer_variant),
     ("generate", generate_python_lists_variant),
+    ("DecoderOnlyTransformer", decoder_only_log_probabilities),
+    ("DecoderOnlyTransformer", decoder_only_max_subtracted),
+    ("EncoderDecoderTransformer", encoder_decoder_log_probabilities),
 ] + [("EncoderDecoderTransformer", model) for model in MODELS_WITH_WRONG_BLOCKS]
 
 # Mutants that differ from a correct implementation only on a second real device (tests/test_mutants.py skips them
