@@ -203,6 +203,21 @@ def rounds_up(chunks, val_fraction=0.1):
     return chunks[: len(chunks) - n_val], chunks[len(chunks) - n_val:]
 
 
+def n_val_truncated(chunks, val_fraction=0.1):  # issue 25.5's n_val = int(len(chunks) * val_fraction)
+    n_val = int(len(chunks) * val_fraction)
+    return chunks[: len(chunks) - n_val], chunks[len(chunks) - n_val:]
+
+
+def boundary_truncated(chunks, val_fraction=0.1):  # the boundary at int() of the training share
+    boundary = int((1 - val_fraction) * chunks.shape[0])
+    return chunks[:boundary], chunks[boundary:]
+
+
+def validation_first(chunks, val_fraction=0.1):  # one contiguous block, but at the start
+    n_val = round(val_fraction * len(chunks))
+    return chunks[n_val:], chunks[:n_val]
+
+
 def split_variant(chunks, val_fraction=0.1):  # VARIANT: torch.split
     n_val = round(val_fraction * len(chunks))
     train, val = torch.split(chunks, [len(chunks) - n_val, n_val])
@@ -385,13 +400,26 @@ MUTANTS = [
     ("chunk", reshape_minus_one), ("chunk", unfolded),
     ("train_val_split", first_windows_for_validation_and_overlap), ("train_val_split", val_one_too_many),
     ("train_val_split", reversed_order), ("train_val_split", leaks_random_windows),
-    ("train_val_split", rounds_half_up), ("train_val_split", rounds_up),
+    ("train_val_split", rounds_half_up), ("train_val_split", rounds_up), ("train_val_split", n_val_truncated),
+    ("train_val_split", boundary_truncated), ("train_val_split", validation_first),
     ("evaluate", predicts_two_ahead), ("evaluate", first_batch_only), ("evaluate", returns_tensor),
     ("evaluate", counts_every_position), ("evaluate", no_no_grad),
     ("evaluate", windows_left_on_the_cpu), ("sample", prompt_on_default_device),
     ("sample", argmax_always), ("sample", one_token_short), ("sample", temperature_multiplied),
     ("sample", own_top_k_plus_one),
 ]
+
+# What the visible check's feedback names each of these mutants: the id of a known mistake, or None for no name at
+# all (a name is right or absent: tests/test_mistake_names.py).
+NAMED_AS = {
+    first_windows_for_validation_and_overlap: None,  # some windows in both, but not all of them in training
+    reversed_order: None,  # out of order, but not shuffled
+    rounds_half_up: None,  # only an exact .5 goes the wrong way
+    rounds_up: "validation_rounded_up",
+    n_val_truncated: "rounds_down",
+    boundary_truncated: "validation_rounded_up",
+    validation_first: None,  # one block, but not every k-th window
+}
 
 # A correct sample beside a wrong or unwritten tokenize or Vocab: the checks tokenize its prompts with stand-ins.
 WRONG_TOKENIZERS = [unwritten, *(m.impl for m in for_exercise("tokenize")), splits_on_spaces_only, lowercased,
