@@ -2,7 +2,8 @@
 
 No filesystem is shared with the grader. A task carries the handed-in notebook's bytes, those of every file beside
 it (timestamp.txt, which nbgrader's late penalty reads, and whatever the student handed in with the notebook: a
-module of their own, data), and the bytes of the gradebook its private copy starts from; on the worker it
+module of their own, data; never a link, nor what it points at: autograder.handin), and the bytes of the
+gradebook its private copy starts from; on the worker it
 runs through the same `autograde_one` as a local job (sandbox, guard, the grader's own verdicts) inside a scratch
 course root of that worker process's own, a copy of the course the worker has installed. It returns the
 autograded notebook's bytes, its private gradebook's bytes, the notes, the reason, the network line and the
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from nbgrader.coursedir import CourseDirectory
 
+from autograder import handin
 from autograder.grading import TRY_AGAIN, Job, Limits, autograde_one
 from autograder.paths import copy_course, notebook_path
 
@@ -126,19 +128,21 @@ def run_on_cluster(client, root: Path, todo: list[Job], template: Path, limits: 
 def _handed_in(root: Path, job: Job) -> tuple[bytes, dict[str, bytes]]:
     """The bytes of `job`'s handed-in notebook under root/submitted, and of every other file in its folder and the
     folders below, by path within it: on the worker nbgrader copies them beside the notebook by its own rules, as
-    it does here. A link, or a file over MAX_FILE_BYTES, is not sent, with a note on `job` for the instructor."""
+    it does here. A link is never sent, nor read (the grader noted it already: autograder.grading, .handin); a file
+    over MAX_FILE_BYTES is not sent, with a note on `job` for the instructor."""
     notebook = notebook_path(root / "submitted" / job.student, job.assignment)
     beside = {}
-    for path in sorted(notebook.parent.rglob("*")):
-        name = path.relative_to(notebook.parent).as_posix()
-        if path.is_symlink():
-            job.notes.append(f"{name}, handed in beside the notebook, is a link: it was not sent to the cluster")
-        elif path.is_file() and path != notebook:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                job.notes.append(f"{name}, handed in beside the notebook, is larger than nbgrader's max_file_size "
-                                 f"({MAX_FILE_BYTES // 10 ** 6} MB): it was not sent to the cluster")
-            else:
-                beside[name] = path.read_bytes()
+    for name in handin.real_files(notebook.parent)[0]:
+        path = notebook.parent / name
+        if path == notebook:
+            continue
+        if path.stat().st_size > MAX_FILE_BYTES:
+            job.notes.append(f"{name}, handed in beside the notebook, is larger than nbgrader's max_file_size "
+                             f"({MAX_FILE_BYTES // 10 ** 6} MB): it was not sent to the cluster")
+        else:
+            beside[name] = path.read_bytes()
+    if not handin.is_real_file(notebook):  # preflight gave it a reason: it never gets here
+        raise ValueError(f"{notebook} is no file handed in (a link, or missing)")
     return notebook.read_bytes(), beside
 
 
@@ -156,7 +160,7 @@ def _collect(root: Path, job: Job, future, workspace: Path) -> Job:
         autograded.parent.mkdir(parents=True, exist_ok=True)
         autograded.write_bytes(result["notebook"])
         timestamp = notebook_path(root / "submitted" / job.student, job.assignment).parent / TIMESTAMP
-        if timestamp.exists():
+        if handin.is_real_file(timestamp):
             shutil.copyfile(timestamp, autograded.parent / TIMESTAMP)
     job.database = workspace / f"{job.assignment}--{job.student}.db"
     job.database.write_bytes(result["gradebook"])

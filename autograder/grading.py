@@ -23,7 +23,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 from tqdm import tqdm
 
-from autograder import autograde_process, preflight
+from autograder import autograde_process, handin, preflight
 from autograder.guard.policy import policy_for
 from autograder.gradebook_merge import merge_submission, snapshot, worker_gradebook
 from autograder.ledger import Entry, Ledger, file_hash, release_fingerprint
@@ -74,7 +74,8 @@ def not_a_student(name: str) -> str:
 
 def _submitted_folders(root: Path) -> list[str]:
     submitted = root / "submitted"
-    return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.exists() else []
+    # A student's folder that is a link is listed too: it is graded 0 with a note, never read (autograder.handin).
+    return sorted(p.name for p in submitted.iterdir() if p.is_dir() or p.is_symlink()) if submitted.exists() else []
 
 
 def students_in(root: Path) -> list[str]:
@@ -133,6 +134,9 @@ class Job:
     notes: list[str] = field(default_factory=list)  # what preflight and the grader's checks found
     seconds: float = 0.0
     network: str = ""  # why student code could reach the network, if the machine did not let the sandbox cut it
+    # Where nbgrader reads the hand-in (its submitted directory): on this machine a staged copy of its real files
+    # (autograder.handin.stage); None: the course root's submitted/ (a cluster worker's scratch root)
+    submitted: Path | None = None
 
     def summary(self, root: Path) -> str:
         """Everything the instructor should read about this submission, "" when nothing."""
@@ -156,6 +160,8 @@ def guard_policy(root: Path, job: Job, records: Path) -> dict:
 def autograde_argv(root: Path, job: Job, limits: Limits = Limits()) -> list[str]:
     """nbgrader's arguments for autograding `job` into its private gradebook, `job.database`."""
     extra = [] if limits.cell_seconds is None else [f"--Execute.timeout={limits.cell_seconds:g}"]
+    if job.submitted is not None:
+        extra.append(f"--CourseDirectory.submitted_directory={job.submitted}")
     return ["autograde", job.assignment, f"--student={job.student}", "--force", *FAST_KERNEL_END,
             f"--CourseDirectory.db_url=sqlite:///{job.database}", *extra, f"--CourseDirectory.root={root}"]
 
@@ -219,6 +225,9 @@ def run_here(root: Path, todo: list[Job], template: Path, jobs: int, limits: Lim
         running = []
         for job in todo:
             job.database = worker_gradebook(template, template.parent, job.assignment, job.student)
+            job.submitted = template.parent / "handed-in" / f"{job.assignment}--{job.student}"
+            handin.stage(notebook_path(root / "submitted" / job.student, job.assignment).parent,
+                         notebook_path(job.submitted / job.student, job.assignment).parent)
             running.append(pool.submit(autograde_one, root, job, threads, limits))
         for future in as_completed(running):
             yield future.result()
@@ -253,10 +262,18 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     for assignment in assignments:
         for student in students:
             folder = root / "submitted" / student / assignment
-            if folder.exists():
+            linked = handin.folder_link(root / "submitted", student, assignment)
+            if linked:  # never read through: a zero, and the instructor reads where it pointed
+                wanted.append(Job(assignment, student, handin.link_hash(folder), releases[assignment],
+                                  reason=f"{linked}; graded 0"))
+            elif folder.exists():
+                links = handin.links(folder)
+                notes = links + handin.shadows(folder)
                 found = preflight.check(folder, f"{assignment}.ipynb", notebook_path(root / "release", assignment))
-                wanted.append(Job(assignment, student, file_hash(folder / f"{assignment}.ipynb"), releases[assignment],
-                                  reason=found.fatal, notes=found.notes))
+                notebook = folder / f"{assignment}.ipynb"
+                sha = file_hash(notebook) if handin.is_real_file(notebook) else handin.link_hash(notebook)
+                wanted.append(Job(assignment, student, handin.with_links(sha, links), releases[assignment],
+                                  reason=found.fatal, notes=notes + found.notes))
     done = _finished(root, ledger, wanted)
     todo = [job for job in wanted if (job.assignment, job.student) not in done]
     workspace = root / GRADING_DIR / "jobs"

@@ -8,6 +8,8 @@ a cell with a label the assignment does not have loses it (nbgrader then restore
 A file that is not a notebook, or another assignment's notebook, cannot be graded: the reason says so once and
 the grade is zero. A re-upload beside an earlier hand-in (`03_masking-2.ipynb`, `03_masking (1).ipynb`) is the
 one graded. A cell as an earlier release gave it (its nbgrader checksum still matches) is no student's change.
+A notebook that is a link is no notebook handed in: it is never read, and nothing is written through it
+(autograder.handin).
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.utils import compute_checksum
+
+from autograder import handin
 
 
 REPAIRED = ".handed-in"  # the suffix of the hand-in as it was, kept beside the notebook preflight repaired
@@ -62,9 +66,21 @@ def upload_number(path: Path, stem: str) -> int | None:
     return None if found is None else int(found.group(1) or found.group(2) or 0)
 
 
+def notebooks_in(folder: Path) -> list[Path]:
+    """The notebooks handed in in `folder`, sorted: real files only, never a link."""
+    return sorted(p for p in folder.glob("*.ipynb") if handin.is_real_file(p)) if folder.is_dir() else []
+
+
+def _put(source: Path, expected: Path) -> None:
+    """Copy `source` to `expected`; a link there is replaced, never written through."""
+    if handin.is_link(expected):
+        expected.unlink()
+    shutil.copyfile(source, expected)
+
+
 def re_uploads(folder: Path, expected: Path) -> dict[Path, int]:
     """The numbered re-uploads of `expected` in `folder` (`03_masking-2.ipynb` -> 2)."""
-    numbered = {path: upload_number(path, expected.stem) for path in folder.glob("*.ipynb")} if folder.exists() else {}
+    numbered = {path: upload_number(path, expected.stem) for path in notebooks_in(folder)}
     return {path: number for path, number in numbered.items() if number}
 
 
@@ -73,14 +89,14 @@ def latest_upload(expected: Path, again: dict[Path, int]) -> tuple[Path, str]:
     is kept beside it as `<name>.earlier` unless it is already a copy of one of them."""
     newest = max(again, key=again.get)
     note = f"handed in again as {newest.name}; graded that one"
-    if expected.exists():
+    if handin.is_real_file(expected):
         graded = graded_bytes(expected)
         if newest.read_bytes() in graded:
             return expected, note
         if not any(path.read_bytes() in graded for path in again):
             shutil.move(expected, _free_name(expected.with_name(expected.name + ".earlier")))
         expected.with_name(expected.name + REPAIRED).unlink(missing_ok=True)
-    shutil.copyfile(newest, expected)
+    _put(newest, expected)
     return expected, note
 
 
@@ -88,7 +104,7 @@ def graded_bytes(graded: Path) -> set[bytes]:
     """The notebook `graded` as it is and, when preflight repaired it, as it was handed in: a file with either
     content is that hand-in, not another."""
     before_repair = graded.with_name(graded.name + REPAIRED)
-    return {graded.read_bytes()} | ({before_repair.read_bytes()} if before_repair.exists() else set())
+    return {graded.read_bytes()} | ({before_repair.read_bytes()} if handin.is_real_file(before_repair) else set())
 
 
 def _free_name(path: Path) -> Path:
@@ -104,11 +120,11 @@ def find_notebook(folder: Path, expected: Path) -> tuple[Path | None, str]:
     again = re_uploads(folder, expected)
     if again:
         return latest_upload(expected, again)
-    if expected.exists():
+    if handin.is_real_file(expected):
         return expected, ""
-    others = sorted(folder.glob("*.ipynb")) if folder.exists() else []
+    others = [path for path in notebooks_in(folder) if path != expected]
     if len(others) == 1:
-        shutil.copyfile(others[0], expected)
+        _put(others[0], expected)
         return expected, f"handed in as {others[0].name}; graded as {expected.name}"
     if not others:
         return None, f"no notebook named {expected.name} was handed in: graded 0"
@@ -159,7 +175,7 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
     if note:
         result.notes.append(note)
     graded = graded_bytes(path)
-    ignored = [other.name for other in sorted(folder.glob("*.ipynb")) if other != path
+    ignored = [other.name for other in notebooks_in(folder) if other != path
                and upload_number(other, path.stem) is None and other.read_bytes() not in graded]
     if ignored:
         result.notes.append(f"also in the folder, not graded: {', '.join(ignored)}")

@@ -183,8 +183,9 @@ def test_a_module_handed_in_beside_the_notebook_reaches_the_worker(cluster, demo
 
 
 def test_what_a_worker_is_sent_of_a_hand_in(tmp_path, monkeypatch):
-    """Every file beside the notebook and below it, by path within the folder; a link and a file over the size cap
-    stay here, each with a note that names it."""
+    """Every file beside the notebook and below it, by path within the folder; a file over the size cap stays here
+    with a note that names it; a link (noted by the grader for both paths: tests/test_handin_links.py) is not sent,
+    nor is anything below a linked folder."""
     from autograder import cluster
     from autograder.grading import Job
 
@@ -195,13 +196,16 @@ def test_what_a_worker_is_sent_of_a_hand_in(tmp_path, monkeypatch):
     (handed_in.parent / "data" / "base.txt").write_text("10000")
     (handed_in.parent / "big.bin").write_bytes(bytes(21))
     (handed_in.parent / "grades").symlink_to(tmp_path / "gradebook.db")
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "attention.py").write_text("solution")
+    (handed_in.parent / "data" / "solutions").symlink_to(tmp_path / "reference")
     monkeypatch.setattr(cluster, "MAX_FILE_BYTES", 20)
     job = Job(GRADED[0], "ann", "sha")
     notebook, beside = cluster._handed_in(tmp_path, job)
     assert notebook == b"{}"
     assert beside == {"timestamp.txt": b"2026-11-24 10:00:00", "data/base.txt": b"10000"}
-    assert [note.split(",")[0] for note in job.notes] == ["big.bin", "grades"]
-    assert "is a link" in job.notes[1] and "max_file_size" in job.notes[0]
+    assert [note.split(",")[0] for note in job.notes] == ["big.bin"]
+    assert "max_file_size" in job.notes[0]
 
 
 # Attacks on the grader's files, the other students, the network, the checks, and processes: what a worker that

@@ -118,3 +118,41 @@ def test_stray_folders_are_no_students(tmp_path):
         (tmp_path / "submitted" / name).mkdir(parents=True)
     assert students_in(tmp_path) == ["alice", "bob"]
     assert not_a_student("__MACOSX") == "a Mac's zip metadata" and not_a_student("alice") == ""
+
+
+def _marker(path: Path) -> str:
+    return nbformat.read(path, as_version=4).cells[-1].source
+
+
+def test_a_notebook_that_is_a_link_is_never_graded_nor_written_through(tmp_path):
+    """Links handed in as notebooks (autograder.handin): the expected name linked to a classmate's notebook, or
+    dangling into the grader's folder, with the student's own notebook under another name; a "re-upload" that is
+    a link beside a real hand-in. The student's real notebook is graded; no link's target is read or written."""
+    classmate = tmp_path / "submitted" / "classmate" / MASKING / f"{MASKING}.ipynb"
+    classmate.parent.mkdir(parents=True)
+    nbformat.write(_with_marker("the classmate's"), classmate)
+
+    linked = _folder(tmp_path)
+    (linked / f"{MASKING}.ipynb").symlink_to(classmate)
+    nbformat.write(_with_marker("mine"), linked / "my masking.ipynb")
+    result = _check(linked)
+    assert not result.fatal and not (linked / f"{MASKING}.ipynb").is_symlink()
+    assert _marker(linked / f"{MASKING}.ipynb") == "mine" and _marker(classmate) == "the classmate's"
+
+    dangling = tmp_path / "other" / MASKING
+    dangling.mkdir(parents=True)
+    (dangling / f"{MASKING}.ipynb").symlink_to(tmp_path / "grader" / "planted.ipynb")
+    nbformat.write(_with_marker("mine"), dangling / "my masking.ipynb")
+    assert not _check(dangling).fatal and not (tmp_path / "grader" / "planted.ipynb").exists()
+    assert _marker(dangling / f"{MASKING}.ipynb") == "mine"
+
+    again = tmp_path / "again" / MASKING
+    again.mkdir(parents=True)
+    nbformat.write(_with_marker("mine"), again / f"{MASKING}.ipynb")
+    (again / f"{MASKING}-1.ipynb").symlink_to(classmate)
+    assert not _check(again).fatal and _marker(again / f"{MASKING}.ipynb") == "mine"
+
+    alone = tmp_path / "alone" / MASKING
+    alone.mkdir(parents=True)
+    (alone / f"{MASKING}.ipynb").symlink_to(classmate)
+    assert _check(alone).fatal == f"no notebook named {MASKING}.ipynb was handed in: graded 0"
