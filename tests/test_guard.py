@@ -1,5 +1,6 @@
 """The guard of a graded kernel refuses what the policy forbids, logs it, and lets the rest through."""
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -106,3 +107,26 @@ def test_the_longest_matching_prefix_decides(path, verdict):
     rules = [["/course/submitted", False], ["/course/submitted/alice", True], ["/course/autograder", False],
              ["/course/autograder/hidden", True]]
     assert allowed(path, rules) is verdict
+
+
+def test_a_module_beside_the_notebook_never_stands_in_for_an_installed_one(tmp_path):
+    """In a kernel under the policy, run in the hand-in's folder (which is on sys.path, as in Jupyter): `torch.py`,
+    `course/`, `matplotlib/`, `difflib.py` there are not imported, the installed ones are; the student's own
+    `helper.py` is."""
+    folder = tmp_path / "autograded" / "alice" / "02_attention"
+    for name in ("course/__init__.py", "matplotlib/__init__.py", "torch.py", "difflib.py", "helper.py"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("SHADOW = True\n")
+    records = tmp_path / "records"
+    records.mkdir()
+    policy = policy_for(tmp_path.resolve(), PACKAGE, "02_attention", "alice", records.resolve(), [])
+    probe = ("import json, sys; sys.path.remove('')\n"  # as a kernel starts: its folder joins sys.path later
+             "from autograder.guard.policy import install; install(json.loads(sys.argv[1]))\n"
+             "sys.path.insert(0, '')\n"
+             "import course, matplotlib, torch, difflib, helper\n"
+             "print(json.dumps({m.__name__: hasattr(m, 'SHADOW') for m in (course, matplotlib, torch, difflib, helper)}))")
+    result = subprocess.run([sys.executable, "-c", probe, json.dumps(policy)], capture_output=True, text=True,
+                            timeout=300, cwd=folder, env=dict(os.environ, PYTHONPATH=str(PACKAGE.parent)))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.splitlines()[-1]) == {"course": False, "matplotlib": False, "torch": False,
+                                                          "difflib": False, "helper": True}

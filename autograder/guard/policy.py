@@ -7,9 +7,14 @@ A policy is plain JSON (it travels to the kernel in the COURSE_GRADING_GUARD env
     write       the same, for writing, creating, renaming and deleting
     preload     modules imported before the hook is installed (the earlier notebooks' references that
                 carry-over needs: once loaded, their files are never read again)
+    handed_in   the folder the notebook runs in, holding what the student handed in beside it: a module there
+                is imported only where no installed module has its name (`torch.py`, `course/`, `autograder/`
+                beside the notebook never stand in for the real ones; the student's own `helper.py` still works)
 """
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import socket
@@ -54,7 +59,8 @@ def policy_for(course_root: Path, package_root: Path, assignment: str, student: 
              [course_root / "autograded" / student / assignment, True], [records, True]]
     return {"records": str(records), "violations": str(records / "violations.jsonl"),
             "read": [[os.path.realpath(p), allowed] for p, allowed in read],
-            "write": [[os.path.realpath(p), allowed] for p, allowed in write], "preload": preload}
+            "write": [[os.path.realpath(p), allowed] for p, allowed in write], "preload": preload,
+            "handed_in": os.path.realpath(course_root / "autograded" / student / assignment)}
 
 
 def allowed(path: str, rules: list) -> bool:
@@ -143,6 +149,32 @@ class Guard:
             self.deny(event, "start other processes", repr(args[:2])[:120])
 
 
+class InstalledFirst(importlib.abc.MetaPathFinder):
+    """Imports a top-level module from the hand-in's folder only when nothing installed has its name: a student's
+    `helper.py` is theirs, a `torch.py`, `course/` or `autograder/` beside the notebook is never imported in place
+    of the real one (the installed one is imported instead). First on sys.meta_path."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+
+    def _in_folder(self, entry: str) -> bool:
+        return os.path.realpath(entry or os.curdir) == self.folder
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or "." in name:  # a submodule: its package, already the real one, decides
+            return None
+        entries = [entry for entry in sys.path if isinstance(entry, str)]
+        if not any(self._in_folder(entry) for entry in entries):
+            return None
+        found = importlib.machinery.PathFinder.find_spec(name, entries)
+        if found is None:
+            return None
+        where = found.origin if found.has_location else next(iter(found.submodule_search_locations or []), None)
+        if where is None or not os.path.realpath(where).startswith(self.folder + os.sep):
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, [e for e in entries if not self._in_folder(e)])
+
+
 def install(policy: dict) -> None:
     """Load what the policy preloads, then add the audit hook (for the rest of this process's life)."""
     import importlib
@@ -150,6 +182,8 @@ def install(policy: dict) -> None:
     from course.checks.report import RECORDS_VARIABLE  # where a passed visible check is recorded
 
     POLICY.update(policy)
+    if policy.get("handed_in"):
+        sys.meta_path.insert(0, InstalledFirst(policy["handed_in"]))
     os.environ[RECORDS_VARIABLE] = policy["records"]
     for module in policy.get("preload", []):
         importlib.import_module(module)
