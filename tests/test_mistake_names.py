@@ -113,3 +113,18 @@ def test_the_split_fingerprints_tell_the_mistakes_apart():
             if other_id != mistake_id and other != message:
                 assert not _same(splits(mistake_id), splits(other_id), False), \
                     f"{mistake_id} and {other_id} split every case alike: one would be named for the other"
+
+
+@pytest.mark.parametrize("notebook, exercise", [("transformer", "generate"), ("shakespeare", "sample")])
+def test_sampled_fingerprints_tell_the_mistakes_apart(notebook, exercise):
+    """A sampling step names a mistake whose stored frequencies are within the sampling tolerance of the student's:
+    the stored ones of two mistakes with different messages are more than twice that apart (no frequencies fit
+    both), and each is more than that from the exact probabilities."""
+    tolerance = importlib.import_module(f"course.checks.{notebook}").SAMPLING_TOLERANCE
+    for case in torch.load(Path(FIXTURES) / f"{notebook}.pt", weights_only=False)[exercise]["sampling"]:
+        mistakes = case["mistakes"]
+        for mistake_id, mistake in mistakes.items():
+            assert (mistake["output"] - case["probabilities"]).abs().max() > tolerance, mistake_id
+            for other_id, other in mistakes.items():
+                if other_id != mistake_id and other["message"] != mistake["message"]:
+                    assert (mistake["output"] - other["output"]).abs().max() > 2 * tolerance, (mistake_id, other_id)

@@ -324,6 +324,12 @@ def one_token_short(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None,
     return prompt + "".join(vocab.decode(out[0, ids.shape[1]:].tolist()))
 
 
+def greedy_drawn_at_half_temperature(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
+    t = temperature if temperature > 0 else 0.5  # "avoid dividing by 0": temperature passed on, greedy lost
+    ids, out = _generated(model, vocab, prompt, n_tokens, temperature=t, top_k=top_k, generator=generator)
+    return prompt + "".join(vocab.decode(out[0, ids.shape[1]:].tolist()))
+
+
 def temperature_multiplied(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
     t = temperature if temperature == 0 else 1.0 / temperature
     ids, out = _generated(model, vocab, prompt, n_tokens, temperature=t, top_k=top_k, generator=generator)
@@ -406,7 +412,7 @@ MUTANTS = [
     ("evaluate", counts_every_position), ("evaluate", no_no_grad),
     ("evaluate", windows_left_on_the_cpu), ("sample", prompt_on_default_device),
     ("sample", argmax_always), ("sample", one_token_short), ("sample", temperature_multiplied),
-    ("sample", own_top_k_plus_one),
+    ("sample", own_top_k_plus_one), ("sample", greedy_drawn_at_half_temperature),
 ]
 
 # What the visible check's feedback names each of these mutants: the id of a known mistake, or None for no name at
@@ -419,6 +425,7 @@ NAMED_AS = {
     n_val_truncated: "rounds_down",
     boundary_truncated: "validation_rounded_up",
     validation_first: None,  # one block, but not every k-th window
+    greedy_drawn_at_half_temperature: None,  # random at temperature 0, yet the temperature is passed on
 }
 
 # A correct sample beside a wrong or unwritten tokenize or Vocab: the checks tokenize its prompts with stand-ins.
