@@ -179,3 +179,25 @@ def _stored_mistakes():
 def test_no_known_mistake_is_called_a_float32_precision_problem(output, expected):
     """A mistake in a formula is never far enough from its float64 expected values to be taken for lost precision."""
     assert float32_precision(output.to(torch.float64), expected) == ""
+
+
+READERS = [("transformer", "generate", ref_05.generate), ("reversal", "per_position_accuracy",
+                                                          ref_06.per_position_accuracy),
+           ("shakespeare", "evaluate", ref_07.evaluate), ("shakespeare", "sample", ref_07.sample)]
+
+
+@pytest.mark.parametrize("module, exercise, reference", READERS, ids=[r[1] for r in READERS])
+def test_the_checks_and_hidden_tests_of_what_reads_a_model_pass_on_log_probabilities(module, exercise, reference,
+                                                                                    monkeypatch, capsys):
+    """Every hand-made toy model of the checks and hidden tests returns log-probabilities instead of its logits: the
+    reference's generate, per_position_accuracy, evaluate and sample still pass both, so neither assumes raw logits."""
+    import importlib
+
+    from course.checks.transformer import ToyLanguageModel
+    from tests.exercises import hidden_test, visible_check
+
+    forward = ToyLanguageModel.forward
+    monkeypatch.setattr(ToyLanguageModel, "forward", lambda self, tokens: forward(self, tokens).log_softmax(-1))
+    importlib.import_module(f"autograder.hidden.{module}")
+    visible_check(exercise)(reference)
+    hidden_test(module, exercise)(reference)

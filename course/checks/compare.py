@@ -102,8 +102,10 @@ def difference(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
             shifted = (" (logits count the same up to a constant at each position, so yours were first moved by "
                        "the constant that fits best)")
     atol, rtol = tolerance(dtype)
-    diff = (a - e).abs().nan_to_num(float("inf"))
-    allowed = atol + rtol * e.abs().nan_to_num(0.0)
+    same = (a == e) | (torch.isnan(a) & torch.isnan(e))  # infinities and NaNs where they belong differ by nothing
+    diff = torch.where(same, 0.0, (a - e).abs().nan_to_num(float("inf")))
+    scale = centred(e) if shifted else e  # the tolerance is relative to the values is_close compares
+    allowed = atol + rtol * scale.abs().nan_to_num(0.0)
     excess = diff - allowed  # the value furthest outside the tolerance, which need not be the largest difference
     where = tuple(int(i) for i in torch.nonzero(excess == excess.max())[0])
     expected_text, actual_text = shown_apart(e[where].item(), a[where].item())
