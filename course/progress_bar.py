@@ -1,7 +1,8 @@
 """Progress bars for training loops that work the same in Jupyter, Colab, a terminal and under nbgrader.
 
 The bar is plain text on standard output: never a widget (a widget stalls a notebook executed without a
-browser) and never standard error (nbgrader gives a graded cell with anything on stderr no points).
+browser) and not standard error, where a bar shows as an alarming red block (and, outside the course's set-up, nbgrader
+would score the graded cell that printed it as failed: `course.graded_output`).
 """
 from __future__ import annotations
 

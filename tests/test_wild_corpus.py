@@ -20,6 +20,7 @@ from autograder.nbgrader_run import nbgrader
 from autograder.paths import notebook_path
 from course.about import NOTEBOOKS
 from tests import wild
+from tests.wild import noisy
 from tests.conftest import copy_course, run_autograder
 from tests.notebooks import grade_id, text_of
 
@@ -31,6 +32,7 @@ class Corpus(NamedTuple):
     filled: dict  # (student, assignment) -> grade_ids of the solution cells it filled
     scores: dict  # (student, assignment) -> {graded code cell: (auto_score, max_score)}
     messages: dict  # (student, assignment, graded cell) -> what the autograded cell showed
+    streams: dict  # (student, assignment, graded cell) -> {"stdout": text, "stderr": text}, whole
 
 
 def _exercises_of(assignment: str) -> list[str]:
@@ -51,7 +53,7 @@ def corpus(tmp_path_factory) -> Corpus:
                 notebook_path(root / "submitted" / name, assignment))
     result = run_autograder(root, "grade", "--jobs", "2")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    scores, messages = {}, {}
+    scores, messages, streams = {}, {}, {}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for student, assignment in filled:
             for notebook in gb.find_submission(assignment, student).notebooks:
@@ -63,7 +65,10 @@ def corpus(tmp_path_factory) -> Corpus:
             for cell in nbformat.read(autograded, as_version=4).cells:
                 if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
                     messages[(student, assignment, grade_id(cell))] = _shown(cell)
-    return Corpus(root, filled, scores, messages)
+                    streams[(student, assignment, grade_id(cell))] = {
+                        name: "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == name)
+                        for name in ("stdout", "stderr")}
+    return Corpus(root, filled, scores, messages, streams)
 
 
 def _shown(cell) -> str:
@@ -102,6 +107,19 @@ def test_covered_exercise_scores_as_its_source_deserves(corpus, student, assignm
         assert set(lost) == set(known.loses), (
             f"{student}'s named mistake in {exercise} ({known.why}) should lose {sorted(known.loses)}, "
             f"lost {sorted(lost)}")
+
+
+def test_the_noisy_student_wrote_to_stderr_in_every_graded_cell_and_it_is_shown(corpus):
+    """The `noisy` student's full points above are not for lack of noise: each of its graded cells ran its code,
+    which wrote to stderr, and the cell shows those lines as stdout (course/graded_output.py)."""
+    cells = {key: shown for key, shown in corpus.streams.items() if key[0] == "noisy"}
+    covered = {(a, f"{kind}_{e}") for (s, a), filled in corpus.filled.items() if s == "noisy" for e in filled
+               for kind in ("check", "hidden")}
+    assert covered and covered <= {(a, cell) for _, a, cell in cells}
+    for (_, assignment, cell), shown in cells.items():
+        if (assignment, cell) in covered:
+            assert noisy.MARKER in shown["stdout"], f"{assignment} {cell} shows no line its code wrote to stderr"
+            assert not shown["stderr"], f"{assignment} {cell} still has stderr output: {shown['stderr'][:300]}"
 
 
 def test_every_source_is_credited_and_covers_something():
