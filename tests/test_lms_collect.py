@@ -4,6 +4,7 @@ adds to a zip), and the class they collect graded by `python -m autograder grade
 from __future__ import annotations
 
 import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -164,3 +165,54 @@ def test_a_collected_class_is_graded(classes, tmp_path):
         for student in students:
             submission = gradebook.find_submission(ASSIGNMENT, student)
             assert submission.max_score > 0, f"{student}: {ASSIGNMENT} has no graded submission"
+
+
+# Downloads holding links, made by the tools that make them (who handed in -> the link's target, None: a notebook)
+LINKED_DOWNLOADS = {
+    "tar": {"doejane_12345_6789012": None, "roeric_23456_6789013": "doejane_12345_6789012",
+            "lovelaceada_34567_6789014": "{root}/source/" + f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"},
+    "zip": {"hoppergrace_45678_6789015": None, "turingalan_56789_6789016": "hoppergrace_45678_6789015"},
+    "cp -a": {"liskovbarbara_67890_6789017": None, "thompsonken_78901_6789018": "liskovbarbara_67890_6789017"},
+}
+
+
+def _linked_download(root: Path, tool: str, folder: Path) -> None:
+    """`folder/submissions/` as the platform's files, packed by `tool` (tar; zip -y, which stores links) into
+    the archive folder, or copied there unpacked with `cp -a`."""
+    submissions = folder / tool.replace(" ", "") / "submissions"
+    submissions.mkdir(parents=True)
+    for who, target in LINKED_DOWNLOADS[tool].items():
+        name = submissions / f"{who}_{ASSIGNMENT}.ipynb"
+        if target is None:
+            name.write_text(hand_in(who))
+        else:
+            name.symlink_to(target.format(root=root) if "{root}" in target else f"{target}_{ASSIGNMENT}.ipynb")
+    archive = root / "downloaded" / ASSIGNMENT / "archive"
+    archive.mkdir(parents=True, exist_ok=True)
+    packs = {"tar": ["tar", "-czf", str(archive / "canvas-tar.tar.gz"), "submissions"],
+             "zip": ["zip", "-q", "-r", "-y", str(archive / "canvas-zip.zip"), "submissions"],
+             "cp -a": ["cp", "-a", "submissions", str(archive / "canvas-unpacked")]}
+    subprocess.run(packs[tool], cwd=submissions.parent, check=True, capture_output=True)
+
+
+def test_a_link_in_a_download_is_never_collected(tmp_path):
+    """A download holding links, made with `tar`, with `zip -y` and unpacked with `cp -a` into archive/: with the
+    guide's lines zip_collect collects only the notebooks handed in, never a link (nbgrader's own extractor gave the
+    student whose file linked to a classmate's the classmate's notebook), and warns of each link, where it pointed."""
+    root = tmp_path / "course"
+    copy_course(root)
+    with (root / "nbgrader_config.py").open("a") as config:
+        config.write(f"\n{guide_expression('Canvas')}")
+    for tool in LINKED_DOWNLOADS:
+        _linked_download(root, tool, tmp_path / "download")
+    result = nbgrader("zip_collect", ASSIGNMENT, "--force", root=root, check=False, quiet=True)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    real = {who.split("_")[1]: who for links in LINKED_DOWNLOADS.values() for who, t in links.items() if t is None}
+    assert collected(root) == {f"{number}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb": who for number, who in real.items()}
+    assert not [path for path in (root / "downloaded").rglob("*") if path.is_symlink() and "extracted" in path.parts]
+    log = result.stdout + result.stderr
+    for links in LINKED_DOWNLOADS.values():
+        for who, target in links.items():
+            if target is not None:
+                shown = target.format(root=root) if "{root}" in target else f"{target}_{ASSIGNMENT}.ipynb"
+                assert f"{who}_{ASSIGNMENT}.ipynb is a link (to {shown})" in log, (who, log[-3000:])
