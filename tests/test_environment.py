@@ -1,5 +1,8 @@
-"""The pip set-up and the conda environment name the same packages at the same pins; each pin lives once."""
+"""The pip set-up and the conda environment name the same packages at the same pins; each pin lives once; the
+command line run from another Python says to use the environment."""
 import re
+import subprocess
+import sys
 import tomllib
 
 import yaml
@@ -47,3 +50,13 @@ def test_makefile_installs_from_the_requirement_files():
     makefile = (ROOT / "Makefile").read_text()
     assert "-r requirements.txt" in makefile and "--no-deps -r requirements-nodeps.txt" in makefile
     assert not re.search(r"==\d", makefile), "a version pin in the Makefile: it belongs in requirements.txt"
+
+
+def test_the_command_line_run_outside_the_environment_says_to_use_it():
+    """`python3 -m autograder` from a Python without the course's packages (here: this one with its site-packages
+    switched off) says to use .venv, instead of a `ModuleNotFoundError: torch` traceback."""
+    result = subprocess.run([sys.executable, "-S", "-m", "autograder", "grade", "02_attention"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "torch and nbgrader are not installed in this Python" in result.stderr
+    assert ". .venv/bin/activate" in result.stderr and "Traceback" not in result.stderr
