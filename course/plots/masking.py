@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.patches import Patch
 
 from course.checks.compare import tolerance
 from course.plots.drawing import not_written_yet, heatmap
@@ -34,7 +35,11 @@ def show_padding_mask(padding_mask, causal_mask, lengths=(6, 4, 2), T: int = 6) 
             cmap="Blues", vmin=0, vmax=1.6, colorbar=False)
     for ax in (left, right):
         ax.set_xticks(range(T))
-    fig.tight_layout()
+    colours = plt.get_cmap("Blues")(plt.Normalize(0, 1.6)([1.0, 0.0]))  # the colours of True and False above
+    fig.legend(handles=[Patch(facecolor=colours[0], edgecolor="grey", label="True: a real token, may be attended to"),
+                        Patch(facecolor=colours[1], edgecolor="grey", label="False: padding or a future token, never attended to")],
+               loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     plt.show()
 
 

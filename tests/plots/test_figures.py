@@ -148,3 +148,17 @@ def test_the_trained_attention_figure_waits_for_an_unwritten_model(figures, caps
 
     plots.show_trained_attention(Unwritten(), torch.zeros(2, 8, dtype=torch.long), half_len=4)
     assert capsys.readouterr().out.startswith("⏳") and not figures
+
+
+def test_the_padding_figure_has_a_legend_in_the_colours_it_draws(figures):
+    from autograder.reference.masking import padding_mask
+    plots.show_padding_mask(padding_mask, causal_mask)
+    (figure,) = figures
+    (legend,) = figure.legends
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert labels[0].startswith("True") and labels[1].startswith("False")
+    padding_axes = figure.axes[0]
+    image = padding_axes.images[0]
+    drawn = {bool(value): tuple(image.to_rgba(value)) for value in image.get_array().ravel()}  # True/False cells
+    for patch, value in zip(legend.get_patches(), (True, False)):
+        assert tuple(patch.get_facecolor()) == pytest.approx(drawn[value]), f"the {value} swatch is not its cells' colour"
