@@ -60,7 +60,8 @@ def show_encoder_decoder_flow() -> None:
     _flow_arrow(ax, (dec, 8.5), (dec, 9.0))
     # memory -> every decoder block's cross-attention
     _flow_arrow(ax, (enc + 1.3, 6.6), (dec - 1.6, 4.75), color="tab:blue")
-    ax.text(4.3, 4.9, "keys and values\n(B, S, d_model),\nto every decoder block", fontsize=8, color="tab:blue")
+    ax.text(4.4, 4.6, "keys and values\n(B, S, d_model),\nto every\ndecoder block", fontsize=8, color="tab:blue",
+            va="top")  # under the arrow, clear of it and of the boxes
     ax.set_title("Encoder-decoder: the decoder asks (queries), the encoder's memory answers (keys, values)\n"
                  "cross-attention weights: (B, n_heads, T, S)", fontsize=11)
     plt.show()

@@ -149,3 +149,29 @@ def test_the_figure_explains_what_it_cannot_read(model, said, figures, capsys):
     figure.show_cross_attention(model)
     printed = capsys.readouterr().out
     assert printed.startswith("⏳") and said in printed and not figures
+
+
+def test_no_label_of_the_flow_diagram_crosses_an_arrow_or_another_label(figures):
+    """Every text's box, on the drawn figure, is clear of every arrow's line and of every other text's box (a box's
+    own label sits inside it, which is fine: boxes are patches, not texts)."""
+    import numpy as np
+    from matplotlib.text import Annotation
+
+    figure.show_encoder_decoder_flow()
+    (drawn,) = figures
+    drawn.canvas.draw()
+    renderer = drawn.canvas.get_renderer()
+    ax = drawn.axes[0]
+    labels = [t for t in ax.texts if not isinstance(t, Annotation) and t.get_text().strip()]
+    boxes = {t.get_text(): t.get_window_extent(renderer).padded(-1) for t in labels}
+    arrows = [a for a in ax.texts if isinstance(a, Annotation)]
+    assert len(arrows) >= 10 and len(labels) >= 15
+    for arrow in arrows:
+        start, end = ax.transData.transform([arrow.xyann, arrow.xy])
+        points = [start + (end - start) * f for f in np.linspace(0, 1, 200)]
+        for text, box in boxes.items():
+            assert not any(box.contains(*p) for p in points), f"the label {text!r} lies on an arrow"
+    names = list(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not boxes[a].overlaps(boxes[b]), f"the labels {a!r} and {b!r} overlap"
