@@ -11,6 +11,7 @@ from torch import nn
 
 from autograder.hidden.models import blocked_for_torch
 from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, generator, grid, hidden_test
+from course.checks.attention_block import BLOCK_PARTS
 from course.checks.stand_ins import earlier_pieces_replaced
 
 
@@ -231,19 +232,33 @@ STAND_IN_CLASSES = {"MultiHeadAttention": StandInAttention, "FeedForward": Stand
                     "LayerNorm": StandInLayerNorm}
 
 
-def block_with_stand_ins(TransformerBlock, init: dict) -> nn.Module:
-    """`TransformerBlock(**init)` with stand-ins for attn, ff, norm1 and norm2 (torch's nn.LayerNorm for the norms):
-    built with the stand-in classes in place of the notebook's own (so a part that cannot even be built costs
-    nothing here), then put in the four places in case the block made its parts another way. The block's test
-    grades how the block joins its parts; a mistake in a part costs points in that part's test only."""
-    with earlier_pieces_replaced(TransformerBlock.__init__, **STAND_IN_CLASSES):
-        block = TransformerBlock(**init)
-    d_model, n_heads, d_ff = init["d_model"], init["n_heads"], init["d_ff"]
-    block.attn = StandInAttention(d_model, n_heads)
-    block.ff = StandInFeedForward(d_model, d_ff)
-    block.norm1 = StandInLayerNorm(d_model)
-    block.norm2 = StandInLayerNorm(d_model)
-    return block
+def with_stand_ins(seen: Observations, what: str, cls, init: dict, attention=(), feed_forward=(),
+                   norms=()) -> nn.Module:
+    """`cls(**init)` with stand-ins for its parts named in `attention`, `feed_forward` and `norms` (torch's
+    nn.LayerNorm for the norms): built with the stand-in classes in place of the notebook's own (so a part that
+    cannot even be built costs nothing here), then put in those places in case the module made its parts another
+    way (torch's nn.LayerNorm with another eps, say). Whether the parts were distinct modules is an observation: one
+    module in two places shares its weights. The composite's test grades how it joins its parts; a mistake in a
+    part costs points in that part's test only."""
+    with earlier_pieces_replaced(cls.__init__, **STAND_IN_CLASSES):
+        module = cls(**init)
+    parts = [*attention, *feed_forward, *norms]
+    held = [getattr(module, name, None) for name in parts]
+    seen.claim(f"{what}: two of {', '.join(parts)} are one and the same module, so they share their weights; give "
+               "each its own", len({id(part) for part in held if part is not None}) == len(held))
+    d_model = init["d_model"]
+    for name in attention:
+        setattr(module, name, StandInAttention(d_model, init["n_heads"]))
+    for name in feed_forward:
+        setattr(module, name, StandInFeedForward(d_model, init["d_ff"]))
+    for name in norms:
+        setattr(module, name, StandInLayerNorm(d_model))
+    return module
+
+
+def block_with_stand_ins(seen: Observations, what: str, TransformerBlock, init: dict) -> nn.Module:
+    """`TransformerBlock(**init)` with stand-ins for attn, ff, norm1 and norm2 (`with_stand_ins`)."""
+    return with_stand_ins(seen, what, TransformerBlock, init, **BLOCK_PARTS)
 
 
 STAND_INS = "with stand-ins for attn, ff, norm1 and norm2"
@@ -265,8 +280,9 @@ def observe_transformer_block(TransformerBlock, trials: int = 10, seed: int = 40
     for init, shown in [({}, "TransformerBlock(8, 2, 16)"),
                         ({"norm_first": False}, "TransformerBlock(8, 2, 16, norm_first=False)")]:
         what = f"{shown} {STAND_INS}"
-        block = fresh_weights(seen, block_with_stand_ins(TransformerBlock, {"d_model": 8, "n_heads": 2, "d_ff": 16,
-                                                                             **init}), what, weights_seed)
+        block = fresh_weights(seen, block_with_stand_ins(seen, what, TransformerBlock,
+                                                         {"d_model": 8, "n_heads": 2, "d_ff": 16, **init}),
+                              what, weights_seed)
         seen.close(f"{what} on x {tuple(x.shape)} (cpu, torch.float32)", _one_tensor(block(x.clone()), what))
     # Both norm orders with every kind of mask: none, (T, T) causal, (B, 1, T), (B, T, T), (B, n_heads, T, T);
     # then the edges: one position, one sequence, dropout > 0 in eval mode (no dropout at all).
@@ -284,7 +300,7 @@ def observe_transformer_block(TransformerBlock, trials: int = 10, seed: int = 40
         weights_seed = case_seed(g)
         x = 2 * torch.randn(B, T, init["d_model"], generator=g, dtype=torch.float64)
         what = f"case {case}: {described('TransformerBlock', init)} {STAND_INS}" + (" in eval mode" if dropout else "")
-        block = fresh_weights(seen, block_with_stand_ins(TransformerBlock, init), what, weights_seed,
+        block = fresh_weights(seen, block_with_stand_ins(seen, what, TransformerBlock, init), what, weights_seed,
                               spread=2.0).eval()
         what += f" on x {_shape(x)}, mask {_shape(mask)}"
         for device, dtype in grid():

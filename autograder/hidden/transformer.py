@@ -1,19 +1,20 @@
 """Hidden tests for notebook 05: fresh configurations whose parameters get fresh weights by name on each side (the names
 and shapes themselves are an observation), outputs on every device and dtype, in eval mode (with dropout > 0 too), at
 every depth from 1 to 4 and for sequences of one token, logits judged up to a constant at each position (so
-log-probabilities pass); `EncoderDecoderTransformer` with torch's decoder layer in place of each DecoderBlock, so that
-a mistake there costs points once; `generate` on hand-made toy language models (one with dropout), its samples judged
-against the exact probabilities the grader computes itself."""
+log-probabilities pass); `DecoderBlock` with stand-ins in its parts, as notebook 04's block test;
+`EncoderDecoderTransformer` with torch's decoder layer in place of each DecoderBlock, so that a mistake there costs
+points once; `generate` on hand-made toy language models (one with dropout), its samples judged against the exact
+probabilities the grader computes itself."""
 from dataclasses import dataclass, field
 
 import torch
 
-from autograder.hidden.attention_block import case_seed, described, fresh_weights
+from autograder.hidden.attention_block import case_seed, described, fresh_weights, with_stand_ins
 from autograder.hidden.models import StandInDecoderBlock, pair_probabilities
 from autograder.hidden.observe import HiddenTestFailed, Observations, Rule, describe, generator, grid, hidden_test
 from autograder.reference.masking import causal_mask, padding_mask  # notebook 03: loaded in graded kernels already
 from course.checks.stand_ins import earlier_pieces_replaced
-from course.checks.transformer import SAMPLING_TOLERANCE, _joint_frequencies, toy_model
+from course.checks.transformer import DECODER_BLOCK_PARTS, SAMPLING_TOLERANCE, _joint_frequencies, toy_model
 from course.device import available_devices
 
 
@@ -60,7 +61,17 @@ def observe_decoder_only_transformer(DecoderOnlyTransformer, seed: int = 501) ->
     return seen
 
 
+DECODER_STAND_INS = "with stand-ins for self_attn, cross_attn, ff and norm1-3"
+
+
+DECODER_STAND_INS = "with stand-ins for self_attn, cross_attn, ff and norm1-3"
+
+
 def observe_decoder_block(DecoderBlock, seed: int = 502) -> Observations:
+    """With stand-ins built on torch's own layers in self_attn, cross_attn, ff and norm1-3, as notebook 04's block
+    test does: it grades how the block joins its parts (a mistake in a part costs points in that part's test)."""
+    """With stand-ins built on torch's own layers in self_attn, cross_attn, ff and norm1-3, as notebook 04's block
+    test does: it grades how the block joins its parts (a mistake in a part costs points in that part's test)."""
     seen = Observations()
     g = generator(seed)
     # (T, S or None for S = T, norm_first, dropout): as many memory positions as targets in both norm orders (a mask
@@ -80,8 +91,9 @@ def observe_decoder_block(DecoderBlock, seed: int = 502) -> Observations:
         memory = torch.randn(B, S, config["d_model"], generator=g, dtype=torch.float64)
         masks = [(None, None), (causal_mask(T), padding_mask(torch.randint(1, S + 1, (B,), generator=g), S)),
                  (torch.rand(B, T, T, generator=g) < 0.7, torch.rand(B, T, S, generator=g) < 0.7)]
-        what = f"case {case}: {described('DecoderBlock', config)}{mode}"
-        block = fresh_weights(seen, DecoderBlock(**config).double(), what, weights_seed).eval()
+        what = f"case {case}: {described('DecoderBlock', config)}{mode} {DECODER_STAND_INS}"
+        block = with_stand_ins(seen, what, DecoderBlock, config, **DECODER_BLOCK_PARTS)
+        block = fresh_weights(seen, block.double(), what, weights_seed).eval()
         for self_mask, memory_mask in masks:
             for device, dtype in grid():
                 out = block.to(device, dtype)(_on(x, device, dtype), _on(memory, device, dtype), _on(self_mask, device),

@@ -154,6 +154,12 @@ class decoder_block_sublayer_variant(nn.Module):  # a helper for "residual aroun
         return self._sub(x, self.norm3, self.ff)
 
 
+class decoder_block_torch_norms_variant(ref.DecoderBlock):  # torch's nn.LayerNorm with eps=1e-12 (issue 25.2)
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model, eps=1e-12) for _ in range(3))
+
+
 # ---------------------------------------------------------------- EncoderDecoderTransformer
 
 class decoder_reads_first_encoder_layer(ref.EncoderDecoderTransformer):  # memory taken too early
@@ -595,6 +601,7 @@ VARIANTS = [
     ("generate", top_k_gather_variant),
     ("DecoderOnlyTransformer", decoder_only_buffers_variant),
     ("DecoderBlock", decoder_block_buffer_variant),
+    ("DecoderBlock", decoder_block_torch_norms_variant),
     ("generate", generate_python_lists_variant),
     ("DecoderOnlyTransformer", decoder_only_log_probabilities),
     ("DecoderOnlyTransformer", decoder_only_max_subtracted),
