@@ -112,6 +112,15 @@ def _expect_deterministic(what: str, call) -> None:
              "dropout=0.0 the module must be deterministic: create the dropout as nn.Dropout(dropout).")
 
 
+def expect_no_dropout_in_eval(name: str, plain: nn.Module, dropping: nn.Module, call) -> None:
+    """`call(dropping)` with `dropping` (built with dropout=0.5) in eval mode gives what `call(plain)` gives (built
+    with dropout=0.0 and the same weights): dropout switches off in eval mode."""
+    if not _same_tensors(call(dropping.eval()), call(plain), atol=1e-9):
+        fail(f"{name}(..., dropout=0.5) in eval mode gives another output than with dropout=0.0 and the same weights: "
+             "dropout must switch off in eval mode. Use nn.Dropout modules, or F.dropout(..., "
+             "training=self.training).")
+
+
 # ---------------------------------------------------------------- MultiHeadAttention
 
 def call_mha(module, x_q, x_kv=None, mask=None):
@@ -319,6 +328,19 @@ def check_multi_head_attention(MultiHeadAttention) -> None:
         x = torch.randn(2, 4, 8, generator=g, dtype=torch.float64)
         _expect_deterministic("MultiHeadAttention(8, 2)", lambda: call_mha(module, x)[0])
 
+    def no_dropout_in_eval():
+        c = fixture["cases"][0]
+        x_kv = None if c["x_kv"] is None else c["x_kv"].clone()
+        expect_no_dropout_in_eval("MultiHeadAttention", _build(MultiHeadAttention, init, state=state),
+                                  _build(MultiHeadAttention, {**init, "dropout": 0.5}, state=state),
+                                  lambda module: call_mha(module, c["x_q"].clone(), x_kv)[0])
+
+    def one_sequence_one_head():
+        module = _build(MultiHeadAttention, {"d_model": 4, "n_heads": 1})
+        output, weights = call_mha(module, torch.randn(1, 3, 4, generator=g, dtype=torch.float64))
+        expect_tensor("With B=1, n_heads=1, T=3 the output", output, shape=(1, 3, 4))
+        expect_tensor("With B=1, n_heads=1, T=3 the weights", weights, shape=(1, 1, 3, 3))
+
     def parameter_count():
         ours = _count(_build(MultiHeadAttention, {"d_model": 12, "n_heads": 3}))
         theirs = _count(nn.MultiheadAttention(12, 3, batch_first=True))
@@ -336,6 +358,8 @@ def check_multi_head_attention(MultiHeadAttention) -> None:
               ("a mask hides the same keys in every head", mask_in_every_head),
               ("changing a later token changes no earlier output (causal mask)", causality),
               ("is deterministic with the default dropout=0.0", deterministic),
+              ("drops nothing in eval mode (dropout=0.5)", no_dropout_in_eval),
+              ("keeps the axes of size 1 (one sequence, one head)", one_sequence_one_head),
               ("has as many parameters as nn.MultiheadAttention", parameter_count)]
     run_steps("MultiHeadAttention", steps)
 
@@ -478,12 +502,18 @@ def check_feed_forward(FeedForward) -> None:
         x = torch.randn(2, 5, 6, dtype=torch.float64)
         _expect_deterministic("FeedForward(6, 12)", lambda: module(x))
 
+    def no_dropout_in_eval():
+        expect_no_dropout_in_eval("FeedForward", _build(FeedForward, c["init"], state=c["state"]),
+                                  _build(FeedForward, {**c["init"], "dropout": 0.5}, state=c["state"]),
+                                  lambda module: module(c["x"].clone()))
+
     steps = [("has fc1 = nn.Linear(d_model, d_ff) and fc2 = nn.Linear(d_ff, d_model)", structure)]
     steps += [(f"matches the stored values on {_on(d, t)}", values_on(d, t)) for d, t in _grid()]
     steps += [(f"equals nn.Sequential(Linear, ReLU, Linear) with the same weights on {_on(d, t)}", like_torch(d, t))
               for d, t in _grid()]
     steps += [("transforms each position on its own", position_wise),
-              ("is deterministic with the default dropout=0.0", deterministic)]
+              ("is deterministic with the default dropout=0.0", deterministic),
+              ("drops nothing in eval mode (dropout=0.5)", no_dropout_in_eval)]
     run_steps("FeedForward", steps)
 
 
@@ -618,6 +648,12 @@ def check_transformer_block(TransformerBlock) -> None:
         x = torch.randn(2, 4, 8, dtype=torch.float64)
         _expect_deterministic("TransformerBlock(8, 2, 16)", lambda: module(x))
 
+    def no_dropout_in_eval():
+        c = fixture["cases"][0]
+        expect_no_dropout_in_eval("TransformerBlock", build(c["init"], state=c["state"]),
+                                  build({**c["init"], "dropout": 0.5}, state=c["state"]),
+                                  lambda module: module(c["x"].clone(), c["mask"].clone()))
+
     steps = [("has attn, ff, norm1, norm2 and loads weights by name", structure),
              ("has as many parameters as nn.TransformerEncoderLayer", parameter_count)]
     steps += [(f"matches the stored values (post-norm and pre-norm) on {_on(d, t)}", values_on(d, t))
@@ -626,7 +662,8 @@ def check_transformer_block(TransformerBlock) -> None:
                like_torch(d, t)) for d, t in _grid()]
     steps += [("changing a later token changes no earlier output (causal mask)", causality),
               ("norm_first defaults to False (post-norm)", post_norm_by_default),
-              ("is deterministic with the default dropout=0.0", deterministic)]
+              ("is deterministic with the default dropout=0.0", deterministic),
+              ("drops nothing in eval mode (dropout=0.5)", no_dropout_in_eval)]
     run_steps("TransformerBlock", steps)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course.checks.attention_block import load_weights, torch_mask, with_torch_parts
+from course.checks.attention_block import expect_no_dropout_in_eval, load_weights, torch_mask, with_torch_parts
 from course.checks.compare import expect_tensor, expect_values, is_close
 from course.checks.report import CheckFailed, assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
@@ -226,13 +226,20 @@ def check_decoder_only_transformer(DecoderOnlyTransformer) -> None:
         if dead:
             fail(f"No gradient reaches {', '.join(dead[:4])}: every part of the model should take part in its output.")
 
+    def no_dropout_in_eval():
+        c = cases[0]
+        expect_no_dropout_in_eval("DecoderOnlyTransformer", build(c),
+                                  build({**c, "config": {**c["config"], "dropout": 0.5}}),
+                                  lambda model: model(c["tokens"].clone()))
+
     steps = [("has the submodules embedding, blocks, norm_final and lm_head", structure),
              ("has as many parameters as the formula of the notebook", parameter_count),
              ("loads the stored weights by name", loads)]
     steps += [(f"gives the stored logits {_where(d, t)}", values_on(d, t)) for d, t in _grid()]
     steps += [("changing token t changes no logit before t (causal)", causality),
               ("a prefix gets the same logits alone as inside a longer sequence", prefix),
-              ("every parameter gets a gradient", gradients)]
+              ("every parameter gets a gradient", gradients),
+              ("drops nothing in eval mode (dropout=0.5)", no_dropout_in_eval)]
     run_steps("DecoderOnlyTransformer", steps)
 
 
@@ -367,12 +374,34 @@ def check_decoder_block(DecoderBlock) -> None:
             fail("With a causal self_mask, changing target position 3 changed the output at an earlier position: pass "
                  "self_mask to the self-attention.")
 
+    def masks_same_length():
+        g = torch.Generator().manual_seed(58)
+        c = cases[0]
+        block = build(c)
+        B, T, d = 2, 5, c["config"]["d_model"]
+        x, memory = _randn(B, T, d, generator=g), _randn(B, T, d, generator=g)
+        self_mask = torch.ones(T, T, dtype=torch.bool).tril()
+        memory_mask = (torch.arange(T)[None, :] < torch.tensor([T, 2])[:, None])[:, None, :]  # (B, 1, S)
+        other = memory.clone()
+        other[1, 2:] = _randn(T - 2, d, generator=g)
+        if (block(x, other, self_mask, memory_mask) - block(x, memory, self_mask, memory_mask)).detach().abs().max() > 1e-9:
+            fail("With as many memory positions as target positions (T = S = 5), changing memory positions that "
+                 "memory_mask hides changed the output. Are the two masks swapped? Both fit when T = S: self_mask "
+                 "goes to the self-attention, memory_mask to the cross-attention.")
+
+    def dropout_off_in_eval():
+        c = cases[0]
+        expect_no_dropout_in_eval("DecoderBlock", build(c), build({**c, "config": {**c["config"], "dropout": 0.5}}),
+                                  lambda block: call(block, c, torch.device("cpu"), torch.float64))
+
     steps = [("has the submodules self_attn, cross_attn, ff, norm1, norm2, norm3", structure),
              ("gives the stored outputs for stored weights (post-norm and pre-norm)", values)]
     steps += [(f"equals nn.TransformerDecoderLayer with the same weights {_where(d, t)}", like_torch(d, t))
               for d, t in _grid()]
     steps += [("the queries come from x, the keys and values from memory", roles),
-              ("respects self_mask and memory_mask", masks)]
+              ("respects self_mask and memory_mask", masks),
+              ("gives each mask to its own attention when T = S", masks_same_length),
+              ("drops nothing in eval mode (dropout=0.5)", dropout_off_in_eval)]
     run_steps("DecoderBlock", steps)
 
 
@@ -524,13 +553,21 @@ def check_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
         if not torch.allclose(model(src, run["tgt"], None).detach(), model(src, run["tgt"], full).detach(), atol=1e-9):
             fail("src_lengths=None should give the same logits as src_lengths equal to the full length S (no padding).")
 
+    def no_dropout_in_eval():
+        c = cases[0]
+        run = c["runs"][-1]
+        expect_no_dropout_in_eval("EncoderDecoderTransformer", build(c),
+                                  build({**c, "config": {**c["config"], "dropout": 0.5}}),
+                                  lambda model: model(run["src"].clone(), run["tgt"].clone(), run["src_lengths"]))
+
     steps = [("has the submodules of the table", structure),
              ("has as many parameters as its parts add up to", parameter_count),
              ("loads the stored weights by name", loads)]
     steps += [(f"gives the stored logits {_where(d, t)}", values_on(d, t)) for d, t in _grid()]
     steps += [("reads the real source tokens and never the padding", padding),
               ("changing target token t changes no logit before t (causal)", causal),
-              ("src_lengths=None means no padding", no_lengths)]
+              ("src_lengths=None means no padding", no_lengths),
+              ("drops nothing in eval mode (dropout=0.5)", no_dropout_in_eval)]
     run_steps("EncoderDecoderTransformer", steps)
 
 
