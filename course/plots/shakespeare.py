@@ -21,6 +21,7 @@ def show_token_frequencies(counts: torch.Tensor, vocab, labelled=(1, 5, 50, 500,
         ax.plot(rank, count, "o", color="tab:orange", markersize=4)
         ax.annotate(f"{vocab.decode([int(order[rank - 1])])[0]!r} (rank {rank})", (rank, count), fontsize=8,
                     xytext=(6, 4), textcoords="offset points")
+    ax.set_ylim(top=frequencies[0].item() * 4)  # room above the most frequent token for its label
     rare = int((frequencies[seen] <= 2).sum())
     ax.set(xlabel="rank of the token (1 = most frequent)", ylabel="occurrences",
            title=f"{int(seen.sum()):,} tokens by frequency; {rare:,} of them occur once or twice")

@@ -162,3 +162,27 @@ def test_the_padding_figure_has_a_legend_in_the_colours_it_draws(figures):
     drawn = {bool(value): tuple(image.to_rgba(value)) for value in image.get_array().ravel()}  # True/False cells
     for patch, value in zip(legend.get_patches(), (True, False)):
         assert tuple(patch.get_facecolor()) == pytest.approx(drawn[value]), f"the {value} swatch is not its cells' colour"
+
+
+class _Words:
+    """A vocabulary of made-up words for the frequency figure: id i is `w<i>`, id 0 `<unk>`."""
+
+    def decode(self, ids):
+        return ["<unk>" if i == 0 else f"w{i}" for i in ids]
+
+
+def test_every_label_of_the_token_frequency_figure_is_inside_its_axes(figures):
+    """Zipf-like counts over 30,000 ids, as many as Shakespeare has: the labels at ranks 1, 5, 50, 500 and 5000 are all drawn inside the plot (the
+    rank-1 label used to stick out at the top)."""
+    counts = torch.cat([torch.zeros(1), (100000 / torch.arange(1, 30001, dtype=torch.float64)).floor() + 1])
+    plots.show_token_frequencies(counts.long(), _Words())
+    (figure,) = figures
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    inside = ax.get_window_extent()
+    labels = [t for t in ax.texts if t.get_text()]
+    assert [t.get_text().split()[-1] for t in labels] == ["1)", "5)", "50)", "500)", "5000)"]
+    for text in labels:
+        box = text.get_window_extent()
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1, \
+            f"{text.get_text()!r} sticks out of the plot"
