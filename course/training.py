@@ -135,8 +135,9 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
         if after_step is not None:
             after_step(step + 1, paused - started)
         started += time.perf_counter() - paused  # validation and the hooks are not training time
-        if read:
-            bar.set_postfix(train=f"{history['train'][-1]:.3f}", val=f"{val_loss:.3f}", refresh=False)
+        if read:  # the validation loss once there is one
+            shown = {"train": f"{history['train'][-1]:.3f}"} | ({} if math.isnan(val_loss) else {"val": f"{val_loss:.3f}"})
+            bar.set_postfix(shown, refresh=False)
         if patience is not None and since_best >= patience:
             history["stopped_early"] = True
             print(f"Stopped early after {step + 1} steps: validation has not improved for {since_best} evaluations "

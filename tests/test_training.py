@@ -185,3 +185,16 @@ def test_the_reference_reversal_loop_does_not_wait_for_the_gpu_at_every_step():
     waits = [w for w in seen if "synchroniz" in str(w.message).lower()]
     assert len(losses) == 200 and all(type(x) is float for x in losses)
     assert len(waits) < 20, f"{len(waits)} waits for the GPU in 200 steps; the first: {waits[0].message}"
+
+
+def test_the_progress_bar_shows_no_validation_loss_before_there_is_one(monkeypatch, capsys):
+    """07's graded run validates only at its end: its bar shows the training loss alone, never `val=nan`."""
+    import course.training
+    from course import progress_bar
+
+    monkeypatch.setattr(course.training, "READ_EVERY_SECONDS", 0.0)  # the bar's values are refreshed every step
+    monkeypatch.setattr(course.training, "progress", lambda n, what: progress_bar.progress(n, what, mininterval=0))
+    overfit(tiny_model(), max_steps=6, eval_every=4)
+    shown = capsys.readouterr().out
+    assert "train=" in shown and "nan" not in shown
+    assert "val=" in shown  # from step 4 on, when there is one
