@@ -130,3 +130,41 @@ def test_the_release_keeps_the_hints_as_they_are(assignment):
     source = {grade_id(c): c.source for c in _notebook(SOURCE, assignment).cells if (grade_id(c) or "").startswith("hints_")}
     release = {grade_id(c): c.source for c in _notebook(RELEASE, assignment).cells if (grade_id(c) or "").startswith("hints_")}
     assert release == source, "regenerate the release: python -m autograder release"
+
+
+def solution_calls(cell) -> set[str]:
+    """The names of the functions and methods the solution of `cell` calls (`torch.flip(x)`, `x.flip()`: `flip`)."""
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent("\n".join(_solution_lines(cell))))
+    return {node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))}
+
+
+def named_in(text: str, names: set[str]) -> set[str]:
+    return {name for name in names if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)|\.{re.escape(name)}(?!\w)", text)}
+
+
+def whole_recipes(notebook) -> list[str]:
+    """Exercises whose hints, all together, name every function the solution calls (two or more), besides those the
+    exercise's own stub already names (a docstring that gives `len(ids) // seq_len` gives `len`)."""
+    found = []
+    for _, exercise in _exercises(notebook):
+        cell = next(c for c in notebook.cells if grade_id(c) == exercise)
+        if cell.cell_type != "code":
+            continue
+        stub = re.sub(r"### BEGIN SOLUTION.*?### END SOLUTION", "", cell.source, flags=re.S)
+        calls = solution_calls(cell) - named_in(stub, solution_calls(cell))
+        hints = next(c for c in notebook.cells if grade_id(c) == f"hints_{exercise}").source
+        if len(calls) >= 2 and named_in(hints, calls) == calls:
+            found.append(f"{exercise}: the hints name every call of the solution: {sorted(calls)}")
+    return found
+
+
+@pytest.mark.parametrize("assignment", NOTEBOOKS)
+def test_the_hints_leave_the_student_a_step_to_find(assignment):
+    """The last hint gives the last idea, not the code: the hints together never name every function the solution
+    calls (02's attention, 03's padding_mask, 06's reversal_batch and 07's chunk all did)."""
+    recipes = whole_recipes(_notebook(SOURCE, assignment))
+    assert not recipes, "\n".join(recipes)
