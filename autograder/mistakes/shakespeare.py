@@ -201,10 +201,9 @@ def rounds_down(chunks, val_fraction=0.1):
     return chunks[: len(chunks) - n_val], chunks[len(chunks) - n_val:]
 
 
-@mistake("train_val_split", "the number of validation windows is rounded up: with N=9 and val_fraction=0.5 it is 5, "
-         "not round(4.5) = 4. This is what int() on the training share does (int(N * (1 - val_fraction)) cuts off the "
-         "fraction, and validation gets the window left over), or math.ceil. Count the validation windows first, "
-         "n_val = round(val_fraction * N), and give training the rest.")
+@mistake("train_val_split", "the number of validation windows is rounded up: int() on the training share, "
+         "int(N * (1 - val_fraction)), cuts off its fraction and leaves that window to validation (math.ceil(val_fraction "
+         "* N) does the same). Count n_val = round(val_fraction * N) first and give training the rest.")
 def validation_rounded_up(chunks, val_fraction=0.1):  # nanoGPT's data[:int(n * 0.9)]
     n_train = int(len(chunks) * (1 - val_fraction))
     return chunks[:n_train], chunks[n_train:]
