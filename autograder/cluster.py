@@ -115,10 +115,18 @@ def run_on_cluster(client, root: Path, todo: list[Job], template: Path, limits: 
         while waiting or jobs:
             while waiting and len(jobs) < max(8, 2 * sum(client.nthreads().values())):
                 job = waiting.pop()
-                future = client.submit(grade_task, job, *_handed_in(root, job), shared, limits, pure=False,
+                try:
+                    handed_in = _handed_in(root, job)
+                except (OSError, ValueError) as exc:  # changed or unreadable since preflight: this hand-in alone
+                    job.reason = f"its files could not be read ({exc}); graded 0; {TRY_AGAIN}"
+                    yield job
+                    continue
+                future = client.submit(grade_task, job, *handed_in, shared, limits, pure=False,
                                        key=f"grade-{job.assignment}-{job.student}-{os.urandom(4).hex()}")
                 jobs[future.key] = job
                 running.add(future)
+            if not jobs:
+                continue
             future = next(running)
             yield _collect(root, jobs.pop(future.key), future, template.parent)
     finally:

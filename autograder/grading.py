@@ -222,13 +222,19 @@ def run_here(root: Path, todo: list[Job], template: Path, jobs: int, limits: Lim
     threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
     prepare(sorted({job.assignment for job in todo}))  # the reference's side of every hidden test
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        running = []
+        running, unread = [], []
         for job in todo:
             job.database = worker_gradebook(template, template.parent, job.assignment, job.student)
             job.submitted = template.parent / "handed-in" / f"{job.assignment}--{job.student}"
-            handin.stage(notebook_path(root / "submitted" / job.student, job.assignment).parent,
-                         notebook_path(job.submitted / job.student, job.assignment).parent)
+            try:
+                handin.stage(notebook_path(root / "submitted" / job.student, job.assignment).parent,
+                             notebook_path(job.submitted / job.student, job.assignment).parent)
+            except OSError as exc:  # changed or unreadable since preflight: this hand-in alone
+                job.reason = f"its files could not be read ({exc}); graded 0; {TRY_AGAIN}"
+                unread.append(job)
+                continue
             running.append(pool.submit(autograde_one, root, job, threads, limits))
+        yield from unread
         for future in as_completed(running):
             yield future.result()
 

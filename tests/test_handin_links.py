@@ -258,3 +258,35 @@ def test_nothing_beside_the_notebook_stands_in_for_the_courses_code(graded):
     for name in SHADOWS:
         shown = name.removesuffix("__init__.py")
         assert f"{shown} has the name of a module the course or the grader uses" in graded["reasons"]["shadows"]
+
+
+def test_a_hand_in_that_cannot_be_read_stops_no_other(tmp_path, monkeypatch):
+    """A hand-in whose files fail to stage (changed or unreadable since preflight) gets a reason of its own; the
+    next job is graded as usual."""
+    from autograder import grading
+    from autograder.grading import Job, Limits, run_here
+
+    for student in ("ann", "bob"):
+        handed_in = notebook_path(tmp_path / "submitted" / student, ASSIGNMENT)
+        handed_in.parent.mkdir(parents=True)
+        nbformat.write(nbformat.v4.new_notebook(), handed_in)
+    (tmp_path / "submitted" / "ann" / ASSIGNMENT / "data.bin").write_bytes(b"x")
+    (tmp_path / "submitted" / "ann" / ASSIGNMENT / "data.bin").chmod(0)
+    template = tmp_path / "grading" / "jobs" / "template.db"
+    template.parent.mkdir(parents=True)
+    template.write_bytes(b"")
+    monkeypatch.setattr(grading, "prepare", lambda assignments: None)
+    monkeypatch.setattr(grading, "autograde_one", lambda root, job, threads, limits: job)
+    if os.access(tmp_path / "submitted" / "ann" / ASSIGNMENT / "data.bin", os.R_OK):  # root reads anything
+        real_stage = grading.handin.stage
+
+        def stage(folder, target):
+            if "ann" in folder.parts:
+                raise PermissionError(13, "Permission denied", str(folder / "data.bin"))
+            return real_stage(folder, target)
+        monkeypatch.setattr(grading.handin, "stage", stage)
+    done = {job.student: job for job in run_here(tmp_path, [Job(ASSIGNMENT, s, "sha") for s in ("ann", "bob")],
+                                                 template, 1, Limits())}
+    assert "its files could not be read" in done["ann"].reason and "data.bin" in done["ann"].reason
+    assert done["bob"].reason == ""
+    assert (done["bob"].submitted / "bob" / ASSIGNMENT / NOTEBOOK).exists()
