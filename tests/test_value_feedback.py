@@ -102,7 +102,8 @@ def test_what_06_and_07_read_of_a_model_is_the_same_for_log_probabilities():
     assert torch.equal(ref_06.per_position_accuracy(model, batch), ref_06.per_position_accuracy(shifted, batch))
     assert math.isclose(ref_07.evaluate(model, batch, 3), ref_07.evaluate(shifted, batch, 3), rel_tol=1e-12)
     prompt = batch[:2, :4]
-    assert torch.equal(ref_05.generate(model, prompt, 5, temperature=0), ref_05.generate(shifted, prompt, 5, temperature=0))
+    assert torch.equal(ref_05.generate(model, prompt, 5, temperature=0),
+                       ref_05.generate(shifted, prompt, 5, temperature=0))
     for temperature, top_k in [(1.0, None), (0.7, 3)]:
         torch.testing.assert_close(pair_probabilities(model, prompt[:1], temperature, top_k),
                                    pair_probabilities(shifted, prompt[:1], temperature, top_k))

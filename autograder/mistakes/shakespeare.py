@@ -202,8 +202,9 @@ def rounds_down(chunks, val_fraction=0.1):
 
 
 @mistake("train_val_split", "the number of validation windows is rounded up: int() on the training share, "
-         "int(N * (1 - val_fraction)), cuts off its fraction and leaves that window to validation (math.ceil(val_fraction "
-         "* N) does the same). Count n_val = round(val_fraction * N) first and give training the rest.")
+         "int(N * (1 - val_fraction)), cuts off its fraction and leaves that window to validation "
+         "(math.ceil(val_fraction * N) does the same). Count n_val = round(val_fraction * N) first and give training "
+         "the rest.")
 def validation_rounded_up(chunks, val_fraction=0.1):  # nanoGPT's data[:int(n * 0.9)]
     n_train = int(len(chunks) * (1 - val_fraction))
     return chunks[:n_train], chunks[n_train:]

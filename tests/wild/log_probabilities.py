@@ -131,6 +131,7 @@ STUDENTS = {
     }),
     "float32_softmax": Student(SOURCE, IMPORTS, {"attention": [attention]}, mistakes={
         "attention": mistake("the softmax runs in float32 for float64 inputs: the weights carry float32's precision "
-                             "(about 7 digits), far outside float64's tolerance", "check_attention", "hidden_attention"),
+                             "(about 7 digits), far outside float64's tolerance",
+                             "check_attention", "hidden_attention"),
     }),
 }
