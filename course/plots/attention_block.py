@@ -8,16 +8,28 @@ import torch
 from course.plots.drawing import not_written_yet, heatmap
 
 def random_attention(MultiHeadAttention, d_model: int, n_heads: int, seed: int = 0, sharpen: float = 3.0):
-    """A freshly built `MultiHeadAttention(d_model, n_heads)` with seeded random weights, W_q and W_k multiplied by
-    `sharpen` (every score by sharpen²): at 1 the untrained heads spread their attention almost evenly; larger, their
-    differences show."""
+    """A freshly built `MultiHeadAttention(d_model, n_heads)` with seeded random weights, W_q and W_k (weights and
+    biases) multiplied by `sharpen`, so every query and key by `sharpen` and every score by sharpen²: at 1 the
+    untrained heads spread their attention almost evenly; larger, their differences show."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         module = MultiHeadAttention(d_model, n_heads)
     with torch.no_grad():
-        module.W_q.weight.mul_(sharpen)
-        module.W_k.weight.mul_(sharpen)
+        for projection in (module.W_q, module.W_k):
+            projection.weight.mul_(sharpen)
+            if projection.bias is not None:
+                projection.bias.mul_(sharpen)
     return module
+
+
+def scaled_scores(module, x: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The queries `(B, T, d_model)` of `module` for `x`, and its scores `(B, n_heads, T, T)` divided by sqrt(d_head),
+    computed from its W_q and W_k with the heads as contiguous slices of d_model."""
+    with torch.no_grad():
+        q, k = module.W_q(x), module.W_k(x)
+    B, T, d_model = q.shape
+    heads = lambda t: t.reshape(B, T, n_heads, d_model // n_heads).transpose(1, 2)  # noqa: E731
+    return q, heads(q) @ heads(k).transpose(-2, -1) / (d_model // n_heads) ** 0.5
 
 
 def show_attention_heads(MultiHeadAttention, words, n_heads: int = 4, d_model: int = 16, seed: int = 4,
@@ -44,9 +56,12 @@ def show_attention_heads(MultiHeadAttention, words, n_heads: int = 4, d_model: i
     fig.suptitle(f"MultiHeadAttention({d_model}, {n_heads}), untrained: each head's weights (row = query)")
     fig.tight_layout()
     plt.show()
-    for label, found in weights.items():
-        print(f"{label}: a query's largest weight is {found.amax(dim=-1).mean().item():.2f} on average "
-              f"(evenly spread would be 1/{len(words)} = {1 / len(words):.3f})")
+    for label, scale in rows.items():
+        q, scores = scaled_scores(random_attention(MultiHeadAttention, d_model, n_heads, seed, sharpen=scale), x, n_heads)
+        print(f"{label}: the entries of the queries have variance {q.var().item():.2f}, the scaled scores a standard "
+              f"deviation of {scores.std().item():.2f}; a query's largest weight is "
+              f"{weights[label].amax(dim=-1).mean().item():.2f} on average (evenly spread would be 1/{len(words)} = "
+              f"{1 / len(words):.3f})")
 
 
 def _draw_block(ax, title: str, steps: list[tuple[str, str]], skips: list[tuple[int, int]]) -> None:

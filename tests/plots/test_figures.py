@@ -186,3 +186,40 @@ def test_every_label_of_the_token_frequency_figure_is_inside_its_axes(figures):
         box = text.get_window_extent()
         assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1, \
             f"{text.get_text()!r} sticks out of the plot"
+
+
+def test_sharpening_multiplies_every_score_by_nine():
+    """04's bottom row: W_q and W_k, weights and biases, times 3 make every score exactly 9 times larger (scaling the
+    weights alone gave ratios from -4.0 to 18.6)."""
+    from course.plots.attention_block import random_attention, scaled_scores
+
+    x = torch.randn(2, 8, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    plain, sharp = (scaled_scores(random_attention(MultiHeadAttention, 16, 4, 4, sharpen=s).double(), x, 4)[1]
+                    for s in (1.0, 3.0))
+    assert torch.allclose(sharp, 9 * plain, rtol=1e-6, atol=1e-5)  # float32 weights times 3, rounded once each
+
+
+def test_04s_prose_quotes_the_numbers_its_heads_figure_prints(figures, capsys):
+    """Every number of 04's 'What the heads look at' paragraph is the one its figure prints (to the digits quoted)."""
+    import re
+
+    import nbformat
+
+    from autograder.paths import SOURCE, notebook_path
+    from tests.notebooks import grade_id
+
+    words = ["the", "tired", "cat", "sat", "on", "the", "warm", "mat"]
+    plots.show_attention_heads(MultiHeadAttention, words)
+    initial, sharpened = capsys.readouterr().out.splitlines()
+    number = lambda pattern, line: re.search(pattern, line).group(1)  # noqa: E731
+    measured = {"variance": number(r"variance ([\d.]+)", initial),
+                "deviation": number(r"standard deviation of ([\d.]+)", initial),
+                "largest": number(r"largest weight is ([\d.]+)", initial),
+                "sharpened deviation": number(r"standard deviation of ([\d.]+)", sharpened)}
+    notebook = nbformat.read(notebook_path(SOURCE, "04_attention_block"), as_version=4)
+    prose = " ".join(next(c for c in notebook.cells if grade_id(c) == "heads_figure_text").source.split())
+    assert f"variance {measured['variance']} for the queries" in prose
+    assert f"standard deviation of only {measured['deviation']}" in prose
+    assert f"largest weight is {measured['largest']} on average" in prose
+    assert f"goes from {measured['deviation']} to {measured['sharpened deviation']}" in prose
+    assert abs(float(measured["variance"]) - 1 / 3) < 0.05, "the prose says 'about 1/3'"
