@@ -69,7 +69,10 @@ def _masked_attention_cases(g: torch.Generator, trials: int) -> list[tuple]:
               "[0, 4], on four batch axes", 1.5),
              # Scores in the hundreds overflow exp() in float32, and float32 rounding still stays within tolerance.
              ((2,), 5, 7, 16, 3, _causal(5, 7), "causal mask (5, 7), large scores (Q and K times 8)", 8.0),
-             ((2,), 4, 6, 16, 3, None, "no mask, large scores (Q and K times 8)", 8.0)]
+             ((2,), 4, 6, 16, 3, None, "no mask, large scores (Q and K times 8)", 8.0),
+             # A masked key whose score is far above the others': a large finite fill (-100) lets it through.
+             ((2,), 6, 6, 16, 3, _random_mask((2, 6, 6), generator(3031), empty_rows=False),
+              "random mask (2, 6, 6), large scores (Q and K times 8)", 8.0)]
     for trial in range(trials):
         batch = tuple(torch.randint(1, 4, (int(torch.randint(0, 3, (1,), generator=g)),), generator=g).tolist())
         T_q, T_k, d_k, d_v = (int(v) for v in torch.randint(1, 11, (4,), generator=g))

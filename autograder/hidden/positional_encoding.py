@@ -70,6 +70,8 @@ def observe_token_and_position_embedding(TokenAndPositionEmbedding, trials: int 
             module = TokenAndPositionEmbedding(vocab, d_model, max_len)
             what = f"TokenAndPositionEmbedding({vocab}, {d_model}, {max_len})"
             seen.exact(f"{what}: the shape of embed.weight", tuple(module.embed.weight.shape), show=True)
+            seen.exact(f"{what}: its max_len attribute (generate and sample read model.embedding.max_len)",
+                       getattr(module, "max_len", None), show=True)
             seen.exact(f"{what}: its trained parameters (the positional table is a buffer, not trained)",
                        sorted(name for name, p in module.named_parameters() if p.requires_grad), show=True)
             with torch.no_grad():
