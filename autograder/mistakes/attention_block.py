@@ -53,6 +53,40 @@ class heads_split_without_transpose(_MHA):
         return self.W_o(out.reshape(B, T_q, d)), weights
 
 
+@mistake("MultiHeadAttention", "the heads were split with the wrong stride: `view(B, T, d_head, n_heads)` gives head h "
+         "every n_heads-th feature (h, h + n_heads, ...), but a head is one contiguous slice of d_model, features "
+         "h * d_head to (h + 1) * d_head - 1, as in nn.MultiheadAttention. Split with `view(B, T, n_heads, d_head)`, "
+         "then `.transpose(1, 2)`.")
+class heads_split_with_wrong_stride(_MHA):
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        B, T_q, d = x_q.shape
+
+        def split(t):
+            return t.view(B, t.shape[1], self.d_head, self.n_heads).permute(0, 3, 1, 2)
+
+        out, weights = masked_attention(split(self.W_q(x_q)), split(self.W_k(x_kv)), split(self.W_v(x_kv)),
+                                        _head_mask(mask))
+        return self.W_o(_merge(out)), weights
+
+
+@mistake("MultiHeadAttention", "after `view(B, T, n_heads, d_head)` the axes swapped were the last two, "
+         "`.transpose(-2, -1)`, which gives `(B, T, d_head, n_heads)`: attention then runs over the features of "
+         "one position instead of over the positions. Swap time and heads, `.transpose(1, 2)`, to get "
+         "`(B, n_heads, T, d_head)`.")
+class heads_transposed_on_the_last_two_axes(_MHA):
+    def forward(self, x_q, x_kv=None, mask=None):
+        x_kv = x_q if x_kv is None else x_kv
+        B, T_q, d = x_q.shape
+
+        def split(t):
+            return t.view(B, t.shape[1], self.n_heads, self.d_head).transpose(-2, -1)
+
+        out, weights = masked_attention(split(self.W_q(x_q)), split(self.W_k(x_kv)), split(self.W_v(x_kv)),
+                                        _head_mask(mask))
+        return self.W_o(out.transpose(-2, -1).reshape(B, T_q, d)), weights
+
+
 @mistake("MultiHeadAttention", "the heads were merged without moving them back: `(B, n_heads, T_q, d_head)` must "
          "become `(B, T_q, n_heads, d_head)` (`.transpose(1, 2)`) before `.reshape(B, T_q, d_model)`, or the "
          "output of one position is filled with numbers of other positions.")

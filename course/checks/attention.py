@@ -26,11 +26,14 @@ def call_attention(attention, Q, K, V, name: str = "attention"):
 
 
 def expect_stored_result(output, weights, case: dict, device: torch.device, dtype: torch.dtype) -> None:
-    """`output` and `weights` equal a fixture case's, on `device` in `dtype`; known mistakes are named."""
-    expect_tensor("The weights tensor", weights, shape=case["weights"].shape, dtype=dtype, device=device)
-    expect_values("The weights tensor", weights, case["weights"], dtype, case["weight_mistakes"])
-    expect_tensor("The output", output, shape=case["output"].shape, dtype=dtype, device=device)
-    expect_values("The output", output, case["output"], dtype, case["output_mistakes"])
+    """`output` and `weights` equal a fixture case's, on `device` in `dtype`; known mistakes are named, by their
+    values or by a wrong shape their stored output shares."""
+    for what, actual, key, mistakes in (("The weights tensor", weights, "weights", "weight_mistakes"),
+                                        ("The output", output, "output", "output_mistakes")):
+        if isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(case[key].shape):
+            expect_values(what, actual, case[key], dtype, case[mistakes])  # fails on the shape, naming a mistake
+        expect_tensor(what, actual, shape=case[key].shape, dtype=dtype, device=device)
+        expect_values(what, actual, case[key], dtype, case[mistakes])
 
 
 def _random(*shape, generator, dtype=torch.float64):

@@ -138,8 +138,15 @@ def expect_values(what: str, actual: torch.Tensor, expected: torch.Tensor, dtype
                   mistakes: dict[str, dict] | None = None, up_to_shift: bool = False) -> None:
     """Fail unless `actual` equals the stored `expected`; name the known mistake it matches, if any. With
     `up_to_shift` (logits), a constant added along the last axis at each position changes nothing, on either side
-    of a comparison: stored mistakes are recognised the same way."""
-    expect_tensor(what, actual, shape=expected.shape)
+    of a comparison: stored mistakes are recognised the same way; a wrong shape too, when a mistake's stored output
+    has that shape and those values."""
+    try:
+        expect_tensor(what, actual, shape=expected.shape)
+    except CheckFailed as wrong_shape:
+        named = known_mistake(actual, mistakes or {}, dtype, up_to_shift) if isinstance(actual, torch.Tensor) else None
+        if named:
+            fail(f"{wrong_shape.args[0]}\n  {KNOWN_MISTAKE}: {named}")
+        raise
     if is_close(actual, expected, dtype, up_to_shift):
         return
     named = known_mistake(actual, mistakes or {}, dtype, up_to_shift)
