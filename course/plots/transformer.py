@@ -2,6 +2,8 @@
 encoder-decoder learns when it is trained to reverse letters, temperature and top-k."""
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import torch
 
@@ -102,8 +104,13 @@ def show_teacher_forcing(EncoderDecoderTransformer) -> None:
         loss = torch.nn.functional.cross_entropy(at_once.flatten(0, 1), labels.flatten())
     print(f"one pass over {decoder_input.shape[1]} positions; largest difference from the prefix-by-prefix passes: "
           f"{max(gaps):.2e}")
-    print(f"the teacher-forced loss of this untrained model: {loss.item():.3f} nats per token "
-          f"(about ln({len(vocab)}) = {torch.log(torch.tensor(float(len(vocab)))).item():.3f} for a uniform guess)")
+    uniform = math.log(len(vocab))
+    verdict = ("worse than a uniform guess. Its random logits make an uneven guess that knows nothing: on average it "
+               "still gives the right token 1 / V, but the logarithm of an uneven share averages lower (the logarithm "
+               "is concave), so the cross-entropy is higher" if loss.item() > uniform else "no better than a uniform guess")
+    print(f"the teacher-forced loss of this untrained model: {loss.item():.3f} nats per token; a uniform guess over "
+          f"the {len(vocab)} tokens scores ln({len(vocab)}) = {uniform:.3f}, so the model is "
+          f"{abs(loss.item() / uniform - 1):.0%} {'above' if loss.item() > uniform else 'below'} it, {verdict}")
 
 
 def show_temperature_and_top_k() -> None:

@@ -175,3 +175,21 @@ def test_no_label_of_the_flow_diagram_crosses_an_arrow_or_another_label(figures)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             assert not boxes[a].overlaps(boxes[b]), f"the labels {a!r} and {b!r} overlap"
+
+
+def test_the_teacher_forcing_demo_compares_the_untrained_loss_with_a_uniform_guess_truthfully(capsys):
+    """05's untrained model scores 2.649 nats against ln 7 = 1.946: the line says it is worse than a uniform guess,
+    and by how much, from the numbers it prints."""
+    import math
+
+    import matplotlib.pyplot as plt
+
+    torch.manual_seed(0)
+    figure.show_teacher_forcing(EncoderDecoderTransformer)
+    plt.close("all")
+    line = capsys.readouterr().out.splitlines()[-1]
+    loss, uniform, share = (float(x) for x in re.search(
+        r"loss of this untrained model: ([\d.]+) nats.* scores ln\(7\) = ([\d.]+), so the model is (\d+)%", line).groups())
+    assert uniform == pytest.approx(math.log(7), abs=5e-4)
+    assert share == round(100 * (loss / uniform - 1))
+    assert ("worse than a uniform guess" in line) == (loss > uniform)
