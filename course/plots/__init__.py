@@ -1,7 +1,8 @@
 """Figures the notebooks draw, one module per notebook. Each takes the student's function and says so kindly
 when it is not written yet."""
 from course.plots.drawing import heatmap, attention_weights  # noqa: F401
-from course.plots.positions import show_dot_product_by_offset, show_positional_encoding  # noqa: F401
+from course.plots.positions import (  # noqa: F401
+    show_dot_product_by_offset, show_positional_encoding, show_scores_after_projection)
 from course.plots.attention import show_hard_vs_soft, show_softmax_gradient, show_attention_on_sentence  # noqa: F401
 from course.plots.masking import show_padding_mask, show_causal_attention, show_fully_masked_row, show_causality  # noqa: F401
 from course.plots.attention_block import (random_attention, show_attention_heads, show_block_diagram,  # noqa: F401

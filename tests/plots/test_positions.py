@@ -41,3 +41,37 @@ def test_an_unwritten_encoding_gets_a_kind_word_and_no_figure(figures, capsys):
         raise NotImplementedError()
     plots.show_dot_product_by_offset(stub)
     assert not figures and "appears once `positional_encoding` is written" in capsys.readouterr().out
+
+
+def test_only_rope_keeps_the_score_a_function_of_the_offset(figures, capsys):
+    """01's RoPE figure: the table's own dot product and the RoPE score are the same at every p (to float32's and
+    float64's rounding); the score after adding the table and projecting changes with p, by more than its own size."""
+    from autograder.reference.positional_encoding import offset_rotation, positional_encoding
+
+    plots.show_scores_after_projection(positional_encoding, offset_rotation)
+    rows = {line.split()[0]: [float(x) for x in line.split()[-5:]] for line in capsys.readouterr().out.splitlines()[1:]}
+    table, projected, rope = rows["table"], rows["added,"], rows["RoPE"]
+    assert table[-1] < 1e-5 * abs(table[0]) and rope[-1] < 1e-9 * abs(rope[0])
+    assert projected[-1] > max(abs(v) for v in projected[:4]) / 2, "the projected score should vary with p"
+    assert len(figures) == 1 and len(figures[0].axes[0].lines) == 3
+
+
+def test_01s_prose_on_adding_quotes_what_its_demo_cell_prints(capsys):
+    """'19 of the 128 hold 99% of their energy' and 'about 15%' in 01's 'Add, or put side by side?' are what the cell
+    below that text prints (run here with the reference table)."""
+    import math
+    import re
+
+    import nbformat
+    from torch import nn
+
+    from autograder.paths import SOURCE, notebook_path
+    from tests.notebooks import grade_id
+
+    cells = {grade_id(c): c.source for c in nbformat.read(notebook_path(SOURCE, "01_positional_encoding"), 4).cells}
+    exec(cells["add_demo"], {"torch": torch, "math": math, "nn": nn, "positional_encoding": positional_encoding})
+    printed = capsys.readouterr().out
+    needed, share = re.search(r"(\d+) of 128 directions hold 99% .* puts (\d+)% of its energy", printed).groups()
+    prose = " ".join(cells["add_text"].split())
+    assert f"({needed} of the 128 hold 99% of their energy)" in prose and f"about {share}% of its own energy" in prose
+    assert f"into those {needed}" in prose
