@@ -109,3 +109,78 @@ def show_trained_attention(model, batch: torch.Tensor, half_len: int) -> None:
         print(f"layer {layer}: " + "   ".join(f"head {head} {w:.2f}" for head, w in enumerate(found.tolist())))
     layer, head = divmod(int(torch.stack(mirrors).argmax()), n_heads)
     print(f"The clearest mirror: layer {layer}, head {head}, with {mirrors[layer][head]:.2f}.")
+
+
+def prefix_accuracy(model, batch: torch.Tensor) -> torch.Tensor:
+    """Next-token accuracy at every predicted position `(T - 1,)` when the model reads, for the prediction of token
+    t + 1, the prefix `batch[:, :t + 1]` alone, as `generate` feeds it: a model that peeks at later tokens during
+    training finds none here. batch: LongTensor (B, T) on the model's device."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            found = [(model(batch[:, :t + 1])[:, -1].argmax(-1) == batch[:, t + 1]).float().mean()
+                     for t in range(batch.shape[1] - 1)]
+    finally:
+        model.train(was_training)
+    return torch.stack(found).cpu()
+
+
+def compare_teacher_forced_and_prefix(models: dict, teacher_forced: dict, batch: torch.Tensor, half_len: int,
+                                      vocab_size: int) -> dict:
+    """For each model, its accuracy on the first and second halves when it sees the whole sequence at once (the
+    per-position accuracy `teacher_forced[label]` measured above) and when it reads prefixes only; printed as a
+    table and returned as {label: {"teacher-forced": (first, second), "prefixes only": (first, second)}}."""
+    n = half_len
+    table = {}
+    print(f"{'':>16}  {'seeing the whole sequence':>27}  {'reading prefixes only (as generate)':>36}")
+    print(f"{'':>16}  {'first half':>12} {'second half':>14}  {'first half':>18} {'second half':>17}")
+    for label, model in models.items():
+        whole, prefix = teacher_forced[label].cpu(), prefix_accuracy(model, batch)
+        table[label] = {"teacher-forced": (whole[:n - 1].mean().item(), whole[n - 1:].mean().item()),
+                        "prefixes only": (prefix[:n - 1].mean().item(), prefix[n - 1:].mean().item())}
+        (a, b), (c, d) = table[label]["teacher-forced"], table[label]["prefixes only"]
+        print(f"{label:>16}  {a:12.1%} {b:14.1%}  {c:18.1%} {d:17.1%}")
+    print(f"(chance: {1 / vocab_size:.0%})")
+    return table
+
+
+def ngram_second_half_accuracy(order: int, half_len: int, vocab_size: int, train: torch.Tensor,
+                               test: torch.Tensor) -> float:
+    """The second-half accuracy of a count-based n-gram model of `order` (it predicts each token from the
+    order - 1 tokens before it, by the most frequent follower in `train`; an unseen context predicts token 0) on the
+    reversal sequences `test` (B, 2 * half_len). train, test: LongTensors of reversal sequences."""
+    context = order - 1
+    V = vocab_size
+
+    def codes(sequences: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        windows = sequences.unfold(1, context + 1, 1)  # (B, T - context, order): context, then the next token
+        weights = V ** torch.arange(context - 1, -1, -1)
+        return (windows[..., :-1] * weights).sum(-1), windows[..., -1]
+
+    seen, following = codes(train)
+    counts = torch.bincount((seen * V + following).flatten(), minlength=V ** order).reshape(V ** context, V)
+    wanted, actual = codes(test)
+    guess = counts[wanted].argmax(-1)  # (B, T - context); a context never seen has all-zero counts: token 0
+    first_predicted = context  # windows start at position 0; window i predicts token i + context
+    second = torch.arange(2 * half_len - 1)[half_len - 1:] + 1  # the predicted tokens n .. 2n - 1
+    columns = second - first_predicted
+    hits = (guess[:, columns[columns >= 0]] == actual[:, columns[columns >= 0]]).float()
+    unseen = int((columns < 0).sum())  # positions an n-gram this long cannot even start at: counted as chance
+    return (hits.sum(1).mean().item() + unseen / vocab_size) / len(columns)
+
+
+def show_ngram_baselines(reversal_batch, half_len: int, vocab_size: int, transformer_second_half: float,
+                         orders=(2, 3, 4, 5), n_train: int = 50_000, seed: int = 0) -> dict:
+    """What an n-gram model reaches on the second half of the reversal task: it sees only the last order - 1 tokens,
+    and token t + 1 of the second half is token 2n - 2 - t, 2t - 2n + 2 places back. Prints each order's accuracy
+    beside the Transformer's and returns {order: accuracy}."""
+    g = torch.Generator().manual_seed(seed)
+    train = reversal_batch(n_train, half_len, vocab_size, generator=g)
+    test = reversal_batch(5_000, half_len, vocab_size, generator=g)
+    found = {order: ngram_second_half_accuracy(order, half_len, vocab_size, train, test) for order in orders}
+    for order, accuracy in found.items():
+        name = {2: "bigram", 3: "trigram"}.get(order, f"{order}-gram")
+        print(f"{name:>8} (reads the last {order - 1} token{'s' if order > 2 else ''}): second half {accuracy:.1%}")
+    print(f"{'your Transformer (reads the whole prefix)':>8}: second half {transformer_second_half:.1%}")
+    return found
