@@ -4,14 +4,16 @@ points at.
 Links reach `submitted/` in ordinary ways: `git clone` of a student's repository, `unzip` or `tar` of a learning
 platform's download, `cp -a` or `rsync -a` from a shared drive all restore them. A link is a name, not a file the
 student wrote: followed, `helper.py -> ../../../autograder/reference/attention.py` would hand the course's own
-solution to the graded kernel, and a notebook that is a link to a classmate's would earn the classmate's points.
-So a link, to a file or a folder, relative or absolute, dangling or a chain, the notebook itself or the student's or
+solution to the graded kernel, and a notebook that is a link to a classmate's would earn the classmate's points. So
+a link, to a file or a folder, relative or absolute, dangling or a chain, the notebook itself or the student's or
 the assignment's folder, is not handed in: nothing reads through it, it gives the kernel nothing, and the instructor
 is told where it pointed. Nor can a file beside the notebook stand in for the course's code: a `torch.py`, `course/`
 or `autograder/` there is never imported in place of the installed one (the kernel's guard imports the installed
-one, autograder.guard.policy.InstalledFirst), and the instructor is told (`shadows`). Every reader of `submitted/` asks this module: grading here (nbgrader reads a staged copy
-of the real files, `stage`), on a cluster (a worker is sent the real files), preflight (a linked notebook is no
-notebook), and what reads their results (feedback, the class report) sees only what grading made of them.
+one, autograder.guard.policy.InstalledFirst), and the instructor is told (`shadows`). Every reader of `submitted/`
+asks this module: grading here (nbgrader reads a staged copy of the real files, `stage`), on a cluster (a worker is
+sent the real files), preflight (a linked notebook is no notebook), a learning platform's collect (nbgrader
+zip_collect with autograder.zip_collect skips links), and what reads their results (feedback, the class report)
+sees only what grading made of them.
 """
 from __future__ import annotations
 

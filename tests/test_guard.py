@@ -124,7 +124,8 @@ def test_a_module_beside_the_notebook_never_stands_in_for_an_installed_one(tmp_p
              "from autograder.guard.policy import install; install(json.loads(sys.argv[1]))\n"
              "sys.path.insert(0, '')\n"
              "import course, matplotlib, torch, difflib, helper\n"
-             "print(json.dumps({m.__name__: hasattr(m, 'SHADOW') for m in (course, matplotlib, torch, difflib, helper)}))")
+             "modules = (course, matplotlib, torch, difflib, helper)\n"
+             "print(json.dumps({m.__name__: hasattr(m, 'SHADOW') for m in modules}))")
     result = subprocess.run([sys.executable, "-c", probe, json.dumps(policy)], capture_output=True, text=True,
                             timeout=300, cwd=folder, env=dict(os.environ, PYTHONPATH=str(PACKAGE.parent)))
     assert result.returncode == 0, result.stderr[-3000:]

@@ -54,7 +54,8 @@ exec("".join(next(c["source"] for c in _cells if c["metadata"].get("nbgrader", {
 SHADOWS = ["course/__init__.py", "autograder/__init__.py", "nbgrader/__init__.py", "torch.py", "matplotlib/__init__.py",
            "tqdm.py"]
 
-# student -> (how the folder reaches submitted/, what the attention cell holds ("solved", "release": untouched), {path in the hand-in: link target},
+# student -> (how the folder reaches submitted/, what the attention cell holds ("solved", "release": untouched),
+#             {path in the hand-in: link target},
 #             the points the student's own code earns, what the report must say of it)
 # Link targets: "{root}" is the course root, "{outside}" a folder outside the course (a shared drive); a target
 # without either is relative, as the student wrote it in their repository or archive.
