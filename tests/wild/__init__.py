@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-SOURCES = ["annotated_transformer", "nanogpt", "arena", "d2l", "hyunwoongko", "jadore801120", "loops", "noisy", "log_probabilities"]
+SOURCES = ["annotated_transformer", "nanogpt", "arena", "d2l", "hyunwoongko", "jadore801120", "loops", "noisy", "log_probabilities", "torch_norms"]
 
 
 @dataclass(frozen=True)
