@@ -4,7 +4,7 @@ import os
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
-from autograder.feedback import ShortenHiddenTestTracebacks
+from autograder.feedback import CourseScore, ShortenHiddenTestTracebacks
 from autograder.feedback_page import FeedbackPage
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
@@ -27,7 +27,8 @@ c.Execute.interrupt_on_timeout = True
 c.OverwriteCells.add_missing_cells = True
 
 # Feedback pages show each test's result, never the source of the hidden tests (nor in tracebacks).
-c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ShortenHiddenTestTracebacks, ClearHiddenTests]
+c.GenerateFeedback.preprocessors = [GetGrades, CourseScore, CSSHTMLHeaderPreprocessor, ShortenHiddenTestTracebacks,
+                                    ClearHiddenTests]
 # ... on a page a student can read anywhere: mathematics as MathML (no MathJax from the network), long output lines
 # wrapped at the page's edge (autograder/feedback_page.py).
 c.GenerateFeedback.exporter_class = FeedbackPage

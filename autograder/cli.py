@@ -39,7 +39,7 @@ def _demo(args) -> None:
 
 def _grade(args) -> None:
     from autograder.demo import score_table
-    from autograder.grading import NOTEBOOK_TIME_LIMIT, Limits, grade, stray_folders
+    from autograder.grading import NOTEBOOK_TIME_LIMIT, Limits, grade, misplaced, stray_folders, students_in
     from autograder.paths import ROOT
     from course.about import NOTEBOOKS
     assignments = _known(args.assignments) or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
@@ -51,11 +51,40 @@ def _grade(args) -> None:
                          "(nbgrader collect, or copy them to submitted/<student>/<assignment>/).")
     for stray in stray_folders(ROOT):
         print(f"skipped {stray}: not a student")
+    unplaced = misplaced(ROOT)
+    if unplaced:
+        print("Not graded: under submitted/ but not a hand-in of a released assignment:")
+        print("\n".join(f"  {line}" for line in unplaced))
+    if not any((ROOT / "submitted" / student / a).exists() or (ROOT / "submitted" / student).is_symlink()
+               for a in assignments for student in students_in(ROOT)):
+        raise SystemExit(f"Nothing is handed in under {ROOT / 'submitted'} for {', '.join(assignments)}: collect the "
+                         "submissions first (nbgrader collect, or copy them to submitted/<student>/<assignment>/).")
     limits = Limits(args.cell_timeout, args.notebook_timeout or NOTEBOOK_TIME_LIMIT)
     outcomes = grade(ROOT, assignments, jobs=args.jobs, quiet=True, limits=limits, scheduler=args.scheduler)
     print(score_table(outcomes))
-    print(f"{len(outcomes)} submissions graded into {ROOT / 'gradebook.db'}; "
+    recomputed = [line for o in outcomes for line in o.recomputed]
+    if recomputed:
+        print("\nRecomputed (the policy or the grades they depend on changed since they were graded):")
+        print("\n".join(f"  {line}" for line in recomputed))
+    count = {status: sum(1 for o in outcomes if o.status == status) for status in ("graded", "unchanged", "refused")}
+    print(f"{count['graded']} graded, {count['unchanged']} skipped as unchanged since the last run, "
+          f"{count['refused']} refused (no gradable notebook: 0 with the reason above), "
+          f"{len(unplaced)} under submitted/ not graded (listed above); into {ROOT / 'gradebook.db'}; "
           f"{sum(1 for o in outcomes if o.reason)} need a look; feedback in {ROOT / 'feedback'}.")
+
+
+def _release_feedback(args) -> None:
+    from autograder.paths import ROOT
+    from autograder.release_feedback import release_feedback
+    for assignment in _known(args.assignments):
+        released, by_hand, failed = release_feedback(ROOT, assignment)
+        print(f"{assignment}: released through the exchange for {len(released)} students"
+              + (f" ({', '.join(released)})" if released else ""))
+        if by_hand:
+            print("  not handed in through the exchange (no timestamp.txt), send these pages yourself:")
+            print("\n".join(f"    {page}" for page in by_hand))
+        if failed:
+            raise SystemExit(f"nbgrader release_feedback {assignment} failed: {failed}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     grading.add_argument("--notebook-timeout", type=float, default=None, help="seconds per whole notebook, after "
                          "which its processes are killed and it gets 0 with a reason (default: 900)")
     grading.set_defaults(run=_grade)
+    releasing_feedback = commands.add_parser("release-feedback", help="nbgrader release_feedback for every student "
+                                             "whose hand-in came through the exchange; lists the pages to send by hand")
+    releasing_feedback.add_argument("assignments", nargs="+", metavar="ASSIGNMENT")
+    releasing_feedback.set_defaults(run=_release_feedback)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     args.run(args)

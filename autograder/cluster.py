@@ -138,7 +138,8 @@ def _handed_in(root: Path, job: Job) -> tuple[bytes, dict[str, bytes]]:
     folders below, by path within it: on the worker nbgrader copies them beside the notebook by its own rules, as
     it does here. A link is never sent, nor read (the grader noted it already: autograder.grading, .handin); a file
     over MAX_FILE_BYTES is not sent, with a note on `job` for the instructor."""
-    notebook = notebook_path(root / "submitted" / job.student, job.assignment)
+    notebook = (job.handed_in / f"{job.assignment}.ipynb" if job.handed_in is not None
+                else notebook_path(root / "submitted" / job.student, job.assignment))  # preflight's copy (issue 27.4)
     beside = {}
     for name in handin.real_files(notebook.parent)[0]:
         path = notebook.parent / name
@@ -167,7 +168,8 @@ def _collect(root: Path, job: Job, future, workspace: Path) -> Job:
     if result["notebook"] is not None:
         autograded.parent.mkdir(parents=True, exist_ok=True)
         autograded.write_bytes(result["notebook"])
-        timestamp = notebook_path(root / "submitted" / job.student, job.assignment).parent / TIMESTAMP
+        folder = job.handed_in or notebook_path(root / "submitted" / job.student, job.assignment).parent
+        timestamp = folder / TIMESTAMP
         if handin.is_real_file(timestamp):
             shutil.copyfile(timestamp, autograded.parent / TIMESTAMP)
     job.database = workspace / f"{job.assignment}--{job.student}.db"

@@ -6,7 +6,10 @@ the last line of such tracebacks (`HiddenTestFailed: ...`), which says what went
 when the student's code raised, the call that raised with its arguments' shapes, the error and the student's line
 (`autograder.hidden.observe.observe_or_explain`).
 """
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
+
+from autograder.scores import score_of
 
 
 class ShortenHiddenTestTracebacks(NbGraderPreprocessor):
@@ -16,3 +19,16 @@ class ShortenHiddenTestTracebacks(NbGraderPreprocessor):
                 if output.output_type == "error":
                     output.traceback = [f"{output.ename}: {output.evalue}"]
         return cell, resources
+
+
+class CourseScore(NbGraderPreprocessor):
+    """After nbgrader's GetGrades: the page's score is the course's one number (autograder.scores.score_of, the same
+    as grades.csv and the grade command's table), and the page says when written answers are not graded yet."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            score = score_of(gb, info["assignment"], info["student"])
+        if score is not None:
+            info["score"], info["max_score"], info["pending"] = score.total, score.max_score, score.pending
+        return nb, resources

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import re
 from html import escape
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import nbgrader
 from latex2mathml.converter import convert
 from nbconvert.exporters import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+from autograder.scores import PENDING
 
 try:  # jinja2's name for it, as nbconvert imports it
     from jinja2 import pass_context
@@ -104,4 +107,27 @@ class FeedbackPage(HTMLExporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         output, resources = super().from_notebook_node(nb, resources, **kw)
         style = f'<style type="text/css" id="wrapping">{WRAPPING_CSS}</style>\n'
-        return output.replace("</head>", style + "</head>", 1), resources
+        output = output.replace("</head>", style + "</head>", 1)
+        pending = (resources or {}).get("nbgrader", {}).get("pending", 0)
+        if pending:  # the score above is not final yet: say so where the student reads it
+            note = (f'<p id="pending"><strong>{PENDING.capitalize()}</strong> ({pending} of them): the score counts '
+                    'them as 0 until your instructor grades them.</p>')
+            output = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + note, output, count=1)
+        return output, resources
+
+
+def refusal_page(path: Path, assignment: str, student: str, score: str, reason: str) -> Path:
+    """The feedback page of a hand-in that could not be graded (the wrong notebook, a file that is no notebook, a
+    link): nbgrader makes none, as it graded nothing, so the student would never learn why the score is 0."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{escape(assignment)}: feedback</title></head>
+<body style="font-family: sans-serif; max-width: 50em; margin: 2em auto;">
+<h1>{escape(assignment)} (Score: {escape(score)})</h1>
+<p>Student: {escape(student)}</p>
+<p><strong>Your hand-in could not be graded:</strong> {escape(reason)}</p>
+<p>Hand in <code>{escape(assignment)}.ipynb</code>, the notebook of this assignment, and ask your instructor to grade it
+again.</p>
+</body></html>
+""")
+    return path

@@ -29,7 +29,9 @@ from autograder.gradebook_merge import merge_submission, snapshot, worker_gradeb
 from autograder.ledger import Entry, Ledger, file_hash, release_fingerprint
 from autograder.nbgrader_run import environment, nbgrader
 from autograder.paths import REFERENCE, notebook_path
+from autograder.feedback_page import refusal_page
 from autograder.report import write_report
+from autograder.scores import Score, score_of
 from autograder.verify import prepare, verify
 from course.about import NOTEBOOKS
 
@@ -56,6 +58,10 @@ class Outcome:
     written: float  # points of the written answers, graded by hand in formgrader
     reason: str  # "" when nothing needs the instructor's attention
     seconds: float = 0.0  # wall time of its `nbgrader autograde`
+    # "graded" (this run), "unchanged" (graded before, skipped) or "refused" (no gradable notebook: 0 with its reason)
+    status: str = "graded"
+    points: Score | None = None  # the student's score for the assignment, as every output gives it (autograder.scores)
+    recomputed: list[str] = field(default_factory=list)  # what this run recomputed of a grade kept (a late penalty...)
 
 
 def gradebook(root: Path) -> Gradebook:
@@ -85,6 +91,66 @@ def students_in(root: Path) -> list[str]:
 def stray_folders(root: Path) -> list[str]:
     """Folders under submitted/ that grading skips, each with why ("submitted/__MACOSX (a Mac's zip metadata)")."""
     return [f"submitted/{name} ({not_a_student(name)})" for name in _submitted_folders(root) if not_a_student(name)]
+
+
+def released_assignments(root: Path) -> list[str]:
+    """The assignments the gradebook knows (what `python -m autograder release` put there)."""
+    if not (root / "gradebook.db").exists():
+        return []
+    with gradebook(root) as gb:
+        return sorted(a.name for a in gb.assignments)
+
+
+def _closest(name: str, released: list[str]) -> str:
+    """The released assignment `name` most likely meant ("" when none is close): `3_masking`, `masking` or
+    `03_Masking` mean 03_masking."""
+    import difflib
+    stem = name.removesuffix(".ipynb")
+    for assignment in released:
+        number, _, title = assignment.partition("_")
+        if stem.lower() in (assignment.lower(), title.lower(), assignment.lstrip("0").lower()) \
+                or stem.lstrip("0").lower() == assignment.lstrip("0").lower():
+            return assignment
+    found = difflib.get_close_matches(stem.lower(), [a.lower() for a in released], n=1, cutoff=0.6)
+    return next((a for a in released if found and a.lower() == found[0]), "")
+
+
+def misplaced(root: Path, released: list[str] | None = None) -> list[str]:
+    """Everything under submitted/ that is no hand-in of a released assignment and so is not graded, each with what to
+    do: a misspelled assignment folder, a notebook or file directly in a student's folder or in submitted/, an empty
+    student folder. (Zip metadata and hidden folders are `stray_folders`.)"""
+    submitted = root / "submitted"
+    released = released_assignments(root) if released is None else released
+    found = []
+    if not submitted.is_dir():
+        return found
+    for entry in sorted(submitted.iterdir()):
+        if entry.name.startswith(".") or not_a_student(entry.name):
+            continue
+        where = f"submitted/{entry.name}"
+        if not entry.is_dir() or handin.is_link(entry):
+            if not handin.is_link(entry):
+                meant = _closest(entry.name, released) or "<assignment>"
+                found.append(f"{where}: a file directly in submitted/, not graded; move it to "
+                             f"submitted/<student>/{meant}/{meant}.ipynb and grade again")
+            continue
+        inside = [p for p in sorted(entry.iterdir()) if not p.name.startswith(".") and not not_a_student(p.name)]
+        if not inside:
+            found.append(f"{where}: an empty student folder; nothing to grade")
+        for path in inside:
+            here = f"{where}/{path.name}"
+            if path.name in released:
+                continue
+            meant = _closest(path.name, released)
+            target = f"submitted/{entry.name}/{meant}/" if meant else f"submitted/{entry.name}/<assignment>/"
+            if path.is_dir() and not handin.is_link(path):
+                found.append(f"{here}/: no assignment is named {path.name}, not graded; "
+                             + (f"if it is {meant}, rename the folder to {target} and grade again" if meant else
+                                f"the assignments are {', '.join(released)}: rename it to one and grade again"))
+            elif handin.is_real_file(path):
+                found.append(f"{here}: a file directly in the student's folder, not graded; move it into {target}"
+                             + (f" as {meant}.ipynb" if meant and path.suffix == ".ipynb" else "") + " and grade again")
+    return found
 
 
 def first_error(path: Path) -> str:
@@ -137,6 +203,8 @@ class Job:
     # Where nbgrader reads the hand-in (its submitted directory): on this machine a staged copy of its real files
     # (autograder.handin.stage); None: the course root's submitted/ (a cluster worker's scratch root)
     submitted: Path | None = None
+    points_before: dict | None = None  # each graded cell's points when it was last graded (the ledger's)
+    handed_in: Path | None = None  # the copy of the hand-in's folder that preflight checked (None: submitted/'s)
 
     def summary(self, root: Path) -> str:
         """Everything the instructor should read about this submission, "" when nothing."""
@@ -227,7 +295,7 @@ def run_here(root: Path, todo: list[Job], template: Path, jobs: int, limits: Lim
             job.database = worker_gradebook(template, template.parent, job.assignment, job.student)
             job.submitted = template.parent / "handed-in" / f"{job.assignment}--{job.student}"
             try:
-                handin.stage(notebook_path(root / "submitted" / job.student, job.assignment).parent,
+                handin.stage(job.handed_in or notebook_path(root / "submitted" / job.student, job.assignment).parent,
                              notebook_path(job.submitted / job.student, job.assignment).parent)
             except OSError as exc:  # changed or unreadable since preflight: this hand-in alone
                 job.reason = f"its files could not be read ({exc}); graded 0; {TRY_AGAIN}"
@@ -239,15 +307,53 @@ def run_here(root: Path, todo: list[Job], template: Path, jobs: int, limits: Lim
             yield future.result()
 
 
+def cell_points(gb: Gradebook, assignment: str) -> dict[str, float]:
+    """Each graded cell of `assignment` and its points, as the release in `gb` gives them."""
+    return {cell.name: float(cell.max_score) for notebook in gb.find_assignment(assignment).notebooks
+            for cell in notebook.grade_cells}
+
+
+def stale_overrides(gb: Gradebook, assignment: str, student: str, before: dict | None) -> list[str]:
+    """Check every manual override of the student's grade against the cells' points now, where they changed since
+    it was last graded (`before`): an override above the new points, or one that gave the old full points (it meant
+    "all of it", which is now more), is dropped and the autograder's score counts; any other is kept. Either way a
+    note says so."""
+    if not before:
+        return []
+    try:
+        submission = gb.find_submission(assignment, student)
+    except MissingEntry:
+        return []
+    notes, now = [], cell_points(gb, assignment)
+    for notebook in submission.notebooks:
+        for grade in notebook.grades:
+            old, new = before.get(grade.name), now.get(grade.name)
+            if grade.manual_score is None or old is None or new is None or old == new:
+                continue
+            given = float(grade.manual_score)
+            if given > new or (given == old and new > old):
+                grade.manual_score = None
+                notes.append(f"manual grade {given:g} of '{grade.name}' dropped: the cell is worth {new:g} points now, "
+                             f"{old:g} when you gave it; the autograder's score counts (grade it again in formgrader "
+                             "if you meant to override it)")
+            else:
+                notes.append(f"manual grade {given:g} of '{grade.name}' kept: the cell is worth {new:g} points now, "
+                             f"{old:g} when you gave it; change it in formgrader if it no longer holds")
+    gb.db.commit()
+    return notes
+
+
 def record(gb: Gradebook, ledger: Ledger, root: Path, job: Job) -> None:
     """Write one finished job into the class gradebook (its merged grade, or a zero with its reason) and then
     its ledger line; remove its private gradebook."""
+    job.notes += stale_overrides(gb, job.assignment, job.student, job.points_before)
     summary = job.summary(root)  # reads the autograded notebook once
     if job.reason:
         record_zero(gb, job.assignment, job.student, summary)
     else:
         merge_submission(job.database, gb, job.assignment, job.student)
-    ledger.append(Entry(job.assignment, job.student, job.sha256, summary, job.seconds, job.release))
+    ledger.append(Entry(job.assignment, job.student, job.sha256, summary, job.seconds, job.release,
+                        cell_points(gb, job.assignment)))
     if job.database is not None:
         job.database.unlink(missing_ok=True)
 
@@ -265,6 +371,8 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     with gradebook(root) as gb:
         releases = {a: release_fingerprint(gb, a, judged_by(a)) for a in assignments}
     wanted, students = [], students_in(root)
+    staging = root / GRADING_DIR / "handed-in"  # each hand-in's real files, copied: what preflight and nbgrader read
+    shutil.rmtree(staging, ignore_errors=True)
     for assignment in assignments:
         for student in students:
             folder = root / "submitted" / student / assignment
@@ -275,12 +383,24 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             elif folder.exists():
                 links = handin.links(folder)
                 notes = links + handin.shadows(folder)
-                found = preflight.check(folder, f"{assignment}.ipynb", notebook_path(root / "release", assignment))
-                notebook = folder / f"{assignment}.ipynb"
-                sha = file_hash(notebook) if handin.is_real_file(notebook) else handin.link_hash(notebook)
+                # Preflight renames and repairs in a copy: nothing under submitted/ is ever written (issue 27.4).
+                copy = notebook_path(staging / f"{assignment}--{student}" / student, assignment).parent
+                try:
+                    handin.stage(folder, copy)
+                except OSError as exc:
+                    wanted.append(Job(assignment, student, "", releases[assignment], notes=notes,
+                                      reason=f"its files could not be read ({exc}); graded 0; {TRY_AGAIN}"))
+                    continue
+                found = preflight.check(copy, f"{assignment}.ipynb", notebook_path(root / "release", assignment))
+                notebook = copy / f"{assignment}.ipynb"
+                sha = file_hash(notebook) if handin.is_real_file(notebook) else handin.link_hash(folder / notebook.name)
                 wanted.append(Job(assignment, student, handin.with_links(sha, links), releases[assignment],
-                                  reason=found.fatal, notes=notes + found.notes))
+                                  reason=found.fatal, notes=notes + found.notes, handed_in=copy))
     done = _finished(root, ledger, wanted)
+    before = ledger.entries()
+    for job in wanted:
+        entry = before.get((job.assignment, job.student))
+        job.points_before = entry.points if entry else None
     todo = [job for job in wanted if (job.assignment, job.student) not in done]
     workspace = root / GRADING_DIR / "jobs"
     shutil.rmtree(workspace, ignore_errors=True)
@@ -304,14 +424,81 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             bar.update()
     bar.close()
     shutil.rmtree(workspace, ignore_errors=True)
+    shutil.rmtree(staging, ignore_errors=True)
+    recomputed = apply_late_policy(root, assignments)
     entries = ledger.entries()
     graded = outcomes(root, wanted, entries)
+    for outcome in graded:
+        mine = f"{outcome.student} / {outcome.assignment}:"
+        outcome.recomputed += [line for line in recomputed if line.startswith(mine)]
+        job = next(j for j in wanted if (j.assignment, j.student) == (outcome.assignment, outcome.student))
+        if (job.assignment, job.student) in done:
+            outcome.status = "unchanged"
+        elif job in todo and job.reason and not job.reason.endswith(TRY_AGAIN):
+            outcome.status = "refused"
+    with gradebook(root) as gb:  # a student with a folder under submitted/ is in the class, hand-in or not
+        for student in students:
+            gb.update_or_create_student(student)
     if feedback:
         for assignment in assignments:
             nbgrader("generate_feedback", assignment, "--force", root=root, quiet=quiet, check=False)
+        for outcome in graded:  # nbgrader made no page for what it could not grade: a page that says why
+            if outcome.status in ("refused", "unchanged") and outcome.reason and _refused(wanted, outcome):
+                page = notebook_path(root / "feedback" / outcome.student, outcome.assignment).with_suffix(".html")
+                refusal_page(page, outcome.assignment, outcome.student,
+                             f"{outcome.points.total:g} / {outcome.points.max_score:g}", outcome.reason)
         nbgrader("export", f"--to={root / 'grades.csv'}", root=root, quiet=quiet)
-        write_report(root, {key: entry.reason for key, entry in entries.items()})
+        write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
     return graded
+
+
+def late_policy(root: Path):
+    """nbgrader's AssignLatePenalties, configured as nbgrader_config.py says now (its plugin and penalty method)."""
+    from nbgrader.preprocessors import AssignLatePenalties
+    from traitlets.config.loader import PyFileConfigLoader
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    assigner = AssignLatePenalties(config=config)
+    assigner.init_plugin()
+    return assigner
+
+
+def apply_late_policy(root: Path, assignments: list[str]) -> list[str]:
+    """Every hand-in's late penalty as the policy stands now: the due date, the student's extension and the penalty
+    method or plugin of nbgrader_config.py, set or changed after grading, and the points as they stand after manual
+    grading. It is nbgrader's own computation (AssignLatePenalties with its plugin, on the submission's
+    total_seconds_late), which plain autograde makes once, when it grades. Returns a line per penalty it changed."""
+    assigner, changed = late_policy(root), []
+    plugin = assigner.plugin_inst
+    policy = type(plugin).__name__ + (f" {plugin.penalty_method}" if hasattr(plugin, "penalty_method") else "")
+    with gradebook(root) as gb:
+        for assignment in assignments:
+            try:
+                submissions = gb.find_assignment(assignment).submissions
+            except MissingEntry:
+                continue
+            for submission in submissions:
+                late = submission.total_seconds_late
+                for notebook in submission.notebooks:
+                    penalty = None
+                    if late > 0:
+                        penalty = plugin.late_submission_penalty(submission.student.id, notebook.score, late)
+                        penalty = None if penalty is None else assigner._check_late_penalty(notebook, penalty)
+                    before = notebook.late_submission_penalty
+                    if (before or 0.0) != (penalty or 0.0):
+                        notebook.late_submission_penalty = penalty
+                        due = submission.duedate
+                        changed.append(f"{submission.student.id} / {assignment}: late penalty {before or 0:g} -> "
+                                       f"{penalty or 0:g} ({late:g} s late; due {due or 'never'}, under {policy})")
+                    elif before != penalty:
+                        notebook.late_submission_penalty = penalty
+        gb.db.commit()
+    return changed
+
+
+def _refused(wanted: list[Job], outcome: Outcome) -> bool:
+    """Whether the hand-in of `outcome` could not be graded at all (no gradable notebook, a link: a zero)."""
+    return any((job.assignment, job.student) == (outcome.assignment, outcome.student) and job.reason
+               and not job.reason.endswith(TRY_AGAIN) for job in wanted)
 
 
 def judged_by(assignment: str) -> list[Path]:
@@ -329,7 +516,7 @@ def outcomes(root: Path, jobs: list[Job], entries: dict[tuple[str, str], Entry])
             entry = entries.get((job.assignment, job.student))
             found.append(Outcome(job.student, job.assignment, submission.code_score, submission.max_code_score,
                                  submission.max_written_score, entry.reason if entry else "",
-                                 entry.seconds if entry else 0.0))
+                                 entry.seconds if entry else 0.0, points=score_of(gb, job.assignment, job.student)))
     return found
 
 

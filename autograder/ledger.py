@@ -22,6 +22,7 @@ class Entry:
     reason: str  # "" when nothing needs the instructor's attention
     seconds: float  # wall time of its autograde
     release: str = ""  # the assignment's release_fingerprint when it was graded ("" in a ledger from before it)
+    points: dict | None = None  # each graded cell's points when it was graded (None in a ledger from before them)
 
 
 def file_hash(path: Path) -> str:

@@ -19,9 +19,10 @@ from pathlib import Path
 import nbformat
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook
 
 from autograder.mistakes import all_mistakes
+from autograder.scores import PENDING, Score, score_of
 from autograder.verify import UNCONFIRMED
 from course.about import NOTEBOOKS
 
@@ -31,9 +32,9 @@ NAMED = "This is a known mistake: "
 
 @dataclass
 class Standing:
-    """One student's autograded code scores over the covered assignments."""
+    """One student's scores over the covered assignments (autograder.scores: the number every output gives)."""
     student: str
-    scores: dict[str, float | None]  # assignment -> code score; None when not handed in
+    scores: dict[str, Score | None]  # assignment -> its score; None when not handed in
     late_penalty: float
 
     @property
@@ -42,13 +43,17 @@ class Standing:
 
     @property
     def earned(self) -> float:
-        return sum(score or 0.0 for score in self.scores.values())
+        return sum(score.total for score in self.scores.values() if score is not None)
+
+    @property
+    def pending(self) -> int:
+        return sum(score.pending for score in self.scores.values() if score is not None)
 
 
 @dataclass
 class Term:
     """What the report covers, as the gradebook holds it."""
-    maxima: dict[str, float]  # covered assignment -> its max code score, in course order
+    maxima: dict[str, float]  # covered assignment -> its points (written answers included), in course order
     standings: list[Standing]  # one per student in the gradebook, by name
     passed: Counter  # (assignment, graded cell) -> handed-in submissions that earned its full points
     graded: Counter  # (assignment, graded cell) -> handed-in submissions
@@ -70,17 +75,9 @@ def covered_assignments(gb: Gradebook) -> list[str]:
 
 
 def standing(gb: Gradebook, student: str, assignments: list[str]) -> Standing:
-    """The code score of each of `assignments` that `student` handed in, and their late penalties."""
-    scores, late_penalty = {}, 0.0
-    for assignment in assignments:
-        try:
-            submission = gb.find_submission(assignment, student)
-        except MissingEntry:
-            scores[assignment] = None
-            continue
-        scores[assignment] = submission.code_score
-        late_penalty += submission.late_submission_penalty or 0.0
-    return Standing(student, scores, late_penalty)
+    """The score of each of `assignments` that `student` handed in, and their late penalties."""
+    scores = {assignment: score_of(gb, assignment, student) for assignment in assignments}
+    return Standing(student, scores, sum(score.penalty for score in scores.values() if score is not None))
 
 
 def exercise_counts(gb: Gradebook, assignments: list[str]) -> tuple[Counter, Counter]:
@@ -102,7 +99,7 @@ def read_term(gradebook: Path) -> Term:
     """The whole class as `gradebook` holds it."""
     with Gradebook(f"sqlite:///{gradebook}") as gb:
         assignments = covered_assignments(gb)
-        maxima = {assignment: gb.find_assignment(assignment).max_code_score for assignment in assignments}
+        maxima = {assignment: gb.find_assignment(assignment).max_score for assignment in assignments}
         standings = [standing(gb, student.id, assignments) for student in sorted(gb.students, key=lambda s: s.id)]
         passed, graded = exercise_counts(gb, assignments)
     return Term(maxima, standings, passed, graded)
@@ -138,14 +135,16 @@ def write_pass_rates(path: Path, term: Term) -> None:
 
 
 def write_scores(path: Path, term: Term) -> None:
-    """One row per student: each covered assignment's `score/max` or `missing`, then the term's totals."""
+    """One row per student: each covered assignment's score as every output gives it (`9/11`, `0/11 (late: -9)`,
+    `9/11 (written answers not graded yet)`: autograder.scores) or `missing`, then the term's totals."""
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", *term.maxima, "autograded score", "of", "percent", "missing", "late penalty"])
+        writer.writerow(["student", *term.maxima, "score", "of", "percent", "missing", "late penalty",
+                         "written answers not graded"])
         for s in term.standings:
-            cells = ["missing" if s.scores[a] is None else f"{s.scores[a]:g}/{top:g}" for a, top in term.maxima.items()]
+            cells = ["missing" if s.scores[a] is None else s.scores[a].text() for a in term.maxima]
             writer.writerow([s.student, *cells, f"{s.earned:g}", f"{term.top:g}", f"{term.percent(s):.1f}",
-                             len(s.missing), f"{s.late_penalty:g}"])
+                             len(s.missing), f"{s.late_penalty:g}", s.pending])
 
 
 def write_named_mistakes(path: Path, mistakes: Counter) -> None:
@@ -165,7 +164,7 @@ def score_histogram(percents: list[float], title: str) -> Figure:
     fig = Figure(figsize=(7, 3.5))
     ax = fig.add_subplot()
     ax.hist(percents, bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.01], color="tab:blue", edgecolor="white")
-    ax.set(xlabel="autograded score (% of the term's points)", ylabel="students", title=title)
+    ax.set(xlabel="score (% of the term's points)", ylabel="students", title=title)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     return fig
@@ -177,10 +176,20 @@ def histogram_title(term: Term) -> str:
             f"{plural(missing, 'hand-in')} missing")
 
 
-def summary_lines(term: Term, mistakes: Counter, reasons: dict[tuple[str, str], str]) -> list[str]:
+def summary_lines(term: Term, mistakes: Counter, reasons: dict[tuple[str, str], str],
+                  misplaced: list[str] = ()) -> list[str]:
     """The lines of class_report.md."""
     covered = f"notebooks {', '.join(term.maxima)}" if term.maxima else "no notebook handed in yet"
+    pending = sum(1 for s in term.standings for score in s.scores.values() if score is not None and score.pending)
     lines = ["# Class report", "", f"{plural(len(term.standings), 'student')}; {covered}.", "",
+             "## Scores", "", "Autograded and manual points, less the late penalty: the numbers of `grades.csv`, "
+             "`scores.csv`, the grade command's table and the feedback." + (
+                 f" {plural(pending, 'hand-in')} with {PENDING}: their totals are not final." if pending else ""), "",
+             "| student | " + " | ".join(term.maxima) + " | total |", "| --- |" + " --- |" * (len(term.maxima) + 1)]
+    lines += [f"| {s.student} | " + " | ".join("missing" if s.scores[a] is None else s.scores[a].text()
+                                               for a in term.maxima) + f" | {s.earned:g}/{term.top:g} |"
+              for s in term.standings]
+    lines += ["",
              "## Exercises with the lowest pass rates", "", "| notebook | graded cell | pass rate |", "| --- | --- | --- |"]
     rates = sorted(term.graded, key=lambda k: term.passed[k] / term.graded[k])
     lines += [f"| {a} | {c} | {term.passed[(a, c)]}/{term.graded[(a, c)]} |" for a, c in rates[:15]]
@@ -189,6 +198,9 @@ def summary_lines(term: Term, mistakes: Counter, reasons: dict[tuple[str, str], 
     lines += ["", "## Missing hand-ins", "",
               "Each counts 0 of its notebook's points in `scores.csv` and the histogram.", ""]
     lines += [f"- {s.student} / {a}" for s in term.standings for a in s.missing] or ["(none)"]
+    lines += ["", "## Under submitted/ but not graded", "",
+              "Not a hand-in of a released assignment: each says what to do, then grade again.", ""]
+    lines += [f"- {line}" for line in misplaced] or ["(none)"]
     lines += ["", "## Tampering and blocked attempts", "",
               "Checks after a tampering cell earned nothing; what the guard blocked failed in the student's cell.", ""]
     lines += [f"- {s} / {a}: {part}" for (a, s), r in sorted(reasons.items()) for part in r.split("; ")
@@ -204,7 +216,7 @@ def summary_lines(term: Term, mistakes: Counter, reasons: dict[tuple[str, str], 
     return lines
 
 
-def write_report(root: Path, reasons: dict[tuple[str, str], str]) -> Path:
+def write_report(root: Path, reasons: dict[tuple[str, str], str], misplaced: list[str] = ()) -> Path:
     """Write the class report of the whole term under root/reports; return the path of its summary.
 
     `reasons`: (assignment, student) -> why that graded submission needs a look ("" when it does not)."""
@@ -218,5 +230,5 @@ def write_report(root: Path, reasons: dict[tuple[str, str], str]) -> Path:
     score_histogram([term.percent(s) for s in term.standings], histogram_title(term)).savefig(
         out / "score_histogram.png", dpi=100)
     summary = out / "class_report.md"
-    summary.write_text("\n".join(summary_lines(term, mistakes, reasons)))
+    summary.write_text("\n".join(summary_lines(term, mistakes, reasons, misplaced)))
     return summary

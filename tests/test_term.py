@@ -306,8 +306,8 @@ def test_manual_grades_and_comments_survive_an_invalid_re_upload_and_a_regrade(t
     assert invalid["gradebook"][(MASKING, carol)]["code"] == 0, "the unreadable re-upload is graded, not shadowed"
     assert invalid["gradebook"][(MASKING, carol)]["written"] == 2.0, "the manual grade survives an invalid re-upload"
     assert invalid["gradebook"][(MASKING, carol)]["comment"] == COMMENT
-    assert (term.root / "submitted" / carol / MASKING / f"{MASKING}.ipynb.earlier").exists(), \
-        "her first hand-in is kept beside the re-upload"
+    assert not list((term.root / "submitted" / carol / MASKING).glob("*.earlier*")), \
+        "her first hand-in stays as it was: the grader writes nothing under submitted/ (issue 27.4)"
     carol_final = final["gradebook"][(MASKING, carol)]
     assert carol_final["code"] == carol_final["max_code"] == 10, "the good re-upload is graded"
     assert carol_final["written"] == 2.0 and carol_final["comment"] == COMMENT, "the manual grade survives a regrade"
@@ -341,8 +341,8 @@ def test_the_class_report_counts_a_missing_hand_in_as_missing(term):
         assert f"- {carol} / {PE}" in report.split("## Missing hand-ins", 1)[1].split("\n## ", 1)[0], round_
         assert PE in report.splitlines()[2] and MASKING in report.splitlines()[2], f"{round_}: {report.splitlines()[2]}"
     final = term.snapshots["third"]["scores"][carol]
-    assert final[MASKING] == "10/10" and final["of"] == "19" and float(final["percent"]) == 52.6, \
-        "a perfect 03 and a missing 01 is 10 of 19 points, not 100%"
+    assert final[MASKING] == "12/12" and final["of"] == "23" and float(final["percent"]) == 52.2, \
+        "a perfect 03 (10 autograded, 2 written graded by hand) and a missing 01 (11) is 12 of 23 points, not 100%"
 
 
 def test_make_clean_keeps_the_grades_and_new_term_deletes_nothing(tmp_path):

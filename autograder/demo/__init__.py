@@ -10,6 +10,7 @@ from autograder.demo.submissions import STUDENTS, write_submission
 from autograder.grading import GRADING_DIR, Outcome, grade
 from autograder.paths import ROOT, notebook_path
 from autograder.release import release
+from autograder.scores import PENDING
 from course.about import NOTEBOOKS
 
 
@@ -30,17 +31,20 @@ def score_table(outcomes: list[Outcome]) -> str:
     """One row per student, one column per notebook (`score/max`), then the reasons to look at."""
     assignments = list(dict.fromkeys(o.assignment for o in outcomes))
     students = list(dict.fromkeys(o.student for o in outcomes))
-    cell = {(o.student, o.assignment): f"{o.score:g}/{o.max_score:g}" for o in outcomes}
+    cell = {(o.student, o.assignment): o.points.text() for o in outcomes}
     header = ["student"] + [a.split("_", 1)[0] for a in assignments] + ["total"]
     rows = [header]
     for s in students:
-        total = sum(o.score for o in outcomes if o.student == s)
-        top = sum(o.max_score for o in outcomes if o.student == s)
-        rows.append([s] + [cell.get((s, a), "-") for a in assignments] + [f"{total:g}/{top:g}"])
+        mine = [o.points for o in outcomes if o.student == s]
+        total, top = sum(p.total for p in mine), sum(p.max_score for p in mine)
+        pending = " (" + PENDING + ")" if any(p.pending for p in mine) else ""
+        rows.append([s] + [cell.get((s, a), "-") for a in assignments] + [f"{total:g}/{top:g}{pending}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     notes = [f"  {o.student} / {o.assignment}: {o.reason}" for o in outcomes if o.reason]
+    lines.insert(0, "Scores: autograded and manual points (written answers once graded in formgrader), less the late "
+                    "penalty; the same numbers as grades.csv, reports/scores.csv and the feedback.")
     if notes:
         lines += ["", "Needs a look:"] + notes
     return "\n".join(lines)
@@ -67,7 +71,7 @@ def run_demo(root: Path = ROOT, quiet: bool = True, jobs: int | None = None) -> 
     write_csv(outcomes, root / "reports" / "demo_scores.csv")
     written = sum(o.written for o in outcomes if o.student == outcomes[0].student)
     print()
-    print(f"Autograded points per student and notebook ({written:g} more points of written answers "
+    print(f"Points per student and notebook (of them, {written:g} points of written answers a student "
           "wait for manual grading in formgrader):")
     print(score_table(outcomes))
     print()
