@@ -14,24 +14,39 @@ def unigram_probabilities(train_ids: torch.Tensor, vocab_size: int) -> torch.Ten
     return counts / counts.sum()
 
 
-def unigram_loss(train_ids: torch.Tensor, val_ids: torch.Tensor, vocab_size: int) -> float:
-    """Nats per token of the add-one unigram model of `train_ids` on `val_ids[1:]` (each token on its own)."""
+def _scored(val_ids: torch.Tensor, within_windows: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(previous, token) pairs of the validation tokens that are scored: every token after the very first of the
+    flattened ids, or, `within_windows`, tokens 1 .. of each window `(N, seq_len)` only, as a model that starts
+    every window afresh is scored."""
+    val = val_ids.cpu()
+    if within_windows:
+        return val[:, :-1].flatten(), val[:, 1:].flatten()
+    flat = val.flatten()
+    return flat[:-1], flat[1:]
+
+
+def unigram_loss(train_ids: torch.Tensor, val_ids: torch.Tensor, vocab_size: int, within_windows: bool = False) -> float:
+    """Nats per token of the add-one unigram model of `train_ids` on the scored tokens of `val_ids` (each token on
+    its own): `val_ids[1:]` flattened, or each window's tokens after its first (`within_windows`)."""
     p = unigram_probabilities(train_ids, vocab_size)
-    return -p[val_ids.flatten().cpu()[1:]].log().mean().item()
+    return -p[_scored(val_ids, within_windows)[1]].log().mean().item()
 
 
-def bigram_loss(train_ids: torch.Tensor, val_ids: torch.Tensor, vocab_size: int, weight: float = 0.7) -> float:
-    """Nats per token of an interpolated bigram model on `val_ids`: each token after the first gets
+def bigram_loss(train_ids: torch.Tensor, val_ids: torch.Tensor, vocab_size: int, weight: float = 0.7,
+                within_windows: bool = False) -> float:
+    """Nats per token of an interpolated bigram model on `val_ids`: each scored token (after the first of the
+    flattened ids, or, `within_windows`, after the first of each window) gets
     weight * P(token | previous token) + (1 - weight) * P_unigram(token), with P(b | a) the share of the
     training pairs starting with a that continue with b (0 when a never starts a pair)."""
-    train, val = train_ids.flatten().cpu(), val_ids.flatten().cpu()
+    train = train_ids.flatten().cpu()
+    before, after = _scored(val_ids, within_windows)
     unigram = unigram_probabilities(train, vocab_size)
     pairs, pair_counts = torch.unique(train[:-1] * vocab_size + train[1:], return_counts=True)  # a * V + b, sorted
     starts = torch.bincount(train[:-1], minlength=vocab_size).double()
-    wanted = val[:-1] * vocab_size + val[1:]
+    wanted = before * vocab_size + after
     where = torch.searchsorted(pairs, wanted).clamp(max=len(pairs) - 1)
     seen = torch.where(pairs[where] == wanted, pair_counts[where], 0).double()
-    previous = starts[val[:-1]]
+    previous = starts[before]
     conditional = torch.where(previous > 0, seen / previous.clamp(min=1.0), torch.zeros_like(seen))
-    probability = weight * conditional + (1.0 - weight) * unigram[val[1:]]
+    probability = weight * conditional + (1.0 - weight) * unigram[after]
     return -probability.log().mean().item()

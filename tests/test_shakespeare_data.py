@@ -95,3 +95,32 @@ def test_training_helper_stops_when_the_minutes_are_spent(split, capsys):
                                    batch_size=2, eval_windows=2)
     assert len(history["step"]) < 10_000
     assert "budget is spent" in capsys.readouterr().out
+
+
+def test_07s_prose_gives_the_token_counts_and_baselines_its_cell_prints(split):
+    """07 says which tokens the baselines and the model are scored on, and what the baselines score on the model's
+    own tokens: each number as the baselines_run cell computes it (to the digits quoted)."""
+    import nbformat
+
+    from autograder.paths import SOURCE, notebook_path
+    from tests.notebooks import grade_id
+
+    train, val, vocab_size = split
+    cells = nbformat.read(notebook_path(SOURCE, "07_shakespeare"), as_version=4).cells
+    prose = " ".join(next(c for c in cells if grade_id(c) == "baselines_text").source.split())
+    assert f"every token after the very first, {val.numel() - 1:,} of them" in prose
+    assert f"each window's first, {val[:, 1:].numel():,} of the same tokens" in prose
+    flat = f"{unigram_loss(train, val, vocab_size):.3f} and {bigram_loss(train, val, vocab_size):.3f}"
+    own = (f"{unigram_loss(train, val, vocab_size, within_windows=True):.3f} and "
+           f"{bigram_loss(train, val, vocab_size, within_windows=True):.3f}")
+    assert f"{own} instead of {flat}" in prose
+
+
+def test_within_windows_the_baselines_skip_each_windows_first_token():
+    train = torch.tensor([1, 2, 1, 2, 1, 3])
+    windows = torch.tensor([[1, 2], [2, 1]])  # scored within windows: 1->2 and 2->1; flat adds the pair 2->2
+    assert bigram_loss(train, windows, 4, within_windows=True) == pytest.approx(
+        bigram_loss(train, torch.tensor([1, 2]), 4) / 2 + bigram_loss(train, torch.tensor([2, 1]), 4) / 2)
+    assert unigram_loss(train, windows, 4, within_windows=True) == pytest.approx(
+        (unigram_loss(train, torch.tensor([0, 2]), 4) + unigram_loss(train, torch.tensor([0, 1]), 4)) / 2)
+    assert bigram_loss(train, windows, 4) != pytest.approx(bigram_loss(train, windows, 4, within_windows=True))
