@@ -70,6 +70,12 @@ def test_known_mistake_fails_the_hidden_test(module, known):
 # allows (4.7): a check that passes a mutant the hidden test fails ends with a line that says what the hidden tests
 # still probe (run_steps' `done=`), never a bare "all checks passed". Mutant name -> the words that line must hold.
 HIDDEN_ONLY: dict[str, str] = {}
+# Mutants the check fails (the student reads why and loses the check's point) and the hidden test, which compares
+# values, cannot tell from a correct implementation. Mutant name -> why.
+CHECK_ONLY = {
+    "no_no_grad": "per_position_accuracy with gradients on gives the right accuracies (argmax cuts the graph); only "
+                  "the check's model sees that it ran with gradients",
+}
 
 
 @pytest.mark.parametrize("module, exercise, impl", _listed("MUTANTS"))
@@ -79,7 +85,9 @@ def test_mutant_loses_points(module, exercise, impl, capsys):
     hidden = _fails(lambda: hidden_test(module, exercise)(impl))
     assert visible or hidden, f"{impl.__name__} passed both the visible check and the hidden test"
     name = impl.__name__
-    if name in HIDDEN_ONLY:
+    if name in CHECK_ONLY:
+        assert visible and not hidden, f"{name} is in CHECK_ONLY, but the hidden test fails it too: take it out"
+    elif name in HIDDEN_ONLY:
         assert HIDDEN_ONLY[name] in shown and "all checks passed" not in shown, (
             f"the check passed {name} without saying what the hidden tests still probe:\n{shown[-500:]}")
     else:

@@ -321,9 +321,11 @@ def check_per_position_accuracy(per_position_accuracy) -> None:
         if out.min() < 0 or out.max() > 1:
             fail(f"Accuracies are fractions between 0 and 1, but the result runs from {out.min().item():.3g} to "
                  f"{out.max().item():.3g}.")
+        one = per_position_accuracy(model, batch[:1])
+        expect_tensor("For a batch of one sequence the accuracy", one, shape=(batch.shape[1] - 1,))
 
     steps = [(f"gives the stored accuracies on {d.type}", values_on(d)) for d in available_devices()]
-    steps += [("values lie in [0, 1]", bounded),
+    steps += [("values lie in [0, 1], one per predicted position for a batch of one too", bounded),
               ("runs the model in eval mode without gradients", modes)]
     run_steps("per_position_accuracy", steps)
 
