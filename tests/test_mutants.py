@@ -1,5 +1,6 @@
 """Every known mistake is named by the feedback; every mutant loses points; every correct variant passes; a check's
-pass and the hidden test's verdict agree (issue 25.2: every mutant fails both, unless listed in HIDDEN_ONLY).
+pass and the hidden test's verdict agree (issue 25.2: every mutant fails both, unless CHECK_ONLY or HIDDEN_ONLY
+lists it).
 
 Run directly against the visible checks and the hidden-test helpers (a few also run end to end
 through nbgrader in test_demo_class.py). A mutant a listing names in `NEEDS_SECOND_DEVICE` differs from a
@@ -73,8 +74,8 @@ HIDDEN_ONLY: dict[str, str] = {}
 # Mutants the check fails (the student reads why and loses the check's point) and the hidden test, which compares
 # values, cannot tell from a correct implementation. Mutant name -> why.
 CHECK_ONLY = {
-    "no_no_grad": "per_position_accuracy with gradients on gives the right accuracies (argmax cuts the graph); only "
-                  "the check's model sees that it ran with gradients",
+    "no_no_grad": "per_position_accuracy (06) and evaluate (07) with gradients on give the right values; only the "
+                  "check's model sees that it ran with gradients",
 }
 
 
