@@ -37,6 +37,14 @@ class _MHA(ReferenceMHA):
         return (_split(self.W_q(x_q), self.n_heads), _split(self.W_k(x_kv), self.n_heads),
                 _split(self.W_v(x_kv), self.n_heads))
 
+    def attend_with(self, split, merge, x_q, x_kv=None, mask=None):
+        """The reference's computation with `split(t)` for the heads of each projection `t` (B, T, d_model) and
+        `merge(out)` back to (B, T_q, d_model)."""
+        x_kv = x_q if x_kv is None else x_kv
+        out, weights = masked_attention(split(self.W_q(x_q)), split(self.W_k(x_kv)), split(self.W_v(x_kv)),
+                                        _head_mask(mask))
+        return self.W_o(merge(out)), weights
+
 
 @mistake("MultiHeadAttention", "the heads were split with `view(B, n_heads, T, d_head)` directly: that cuts the "
          "tensor's memory into pieces that mix time steps and heads. Split the last axis first, "
@@ -59,15 +67,8 @@ class heads_split_without_transpose(_MHA):
          "then `.transpose(1, 2)`.")
 class heads_split_with_wrong_stride(_MHA):
     def forward(self, x_q, x_kv=None, mask=None):
-        x_kv = x_q if x_kv is None else x_kv
-        B, T_q, d = x_q.shape
-
-        def split(t):
-            return t.view(B, t.shape[1], self.d_head, self.n_heads).permute(0, 3, 1, 2)
-
-        out, weights = masked_attention(split(self.W_q(x_q)), split(self.W_k(x_kv)), split(self.W_v(x_kv)),
-                                        _head_mask(mask))
-        return self.W_o(_merge(out)), weights
+        return self.attend_with(lambda t: t.view(*t.shape[:2], self.d_head, self.n_heads).permute(0, 3, 1, 2),
+                                _merge, x_q, x_kv, mask)
 
 
 @mistake("MultiHeadAttention", "after `view(B, T, n_heads, d_head)` the axes swapped were the last two, "
@@ -76,15 +77,8 @@ class heads_split_with_wrong_stride(_MHA):
          "`(B, n_heads, T, d_head)`.")
 class heads_transposed_on_the_last_two_axes(_MHA):
     def forward(self, x_q, x_kv=None, mask=None):
-        x_kv = x_q if x_kv is None else x_kv
-        B, T_q, d = x_q.shape
-
-        def split(t):
-            return t.view(B, t.shape[1], self.n_heads, self.d_head).transpose(-2, -1)
-
-        out, weights = masked_attention(split(self.W_q(x_q)), split(self.W_k(x_kv)), split(self.W_v(x_kv)),
-                                        _head_mask(mask))
-        return self.W_o(out.transpose(-2, -1).reshape(B, T_q, d)), weights
+        return self.attend_with(lambda t: t.view(*t.shape[:2], self.n_heads, self.d_head).transpose(-2, -1),
+                                lambda out: out.transpose(-2, -1).reshape(x_q.shape), x_q, x_kv, mask)
 
 
 @mistake("MultiHeadAttention", "the heads were merged without moving them back: `(B, n_heads, T_q, d_head)` must "

@@ -81,15 +81,6 @@ def small_reversal_model(seed: int):
     return DecoderOnlyTransformer(vocab_size=6, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=8)
 
 
-@pytest.fixture
-def one_thread():
-    """Torch on one thread: on a busy two-core machine its threads fight and training runs ten times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_the_trained_attention_figure_finds_the_mirror_after_training_and_not_before(figures, capsys, one_thread):
     """Notebook 06's model and training run (seed 0, 1000 steps; about 10 s on one core)."""
     from autograder.reference.reversal import reversal_batch, train_reversal

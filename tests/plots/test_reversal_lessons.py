@@ -34,14 +34,6 @@ class NoMaskTransformer(DecoderOnlyTransformer):
         return self.lm_head(self.norm_final(hidden))
 
 
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_the_leaky_model_read_by_prefixes_is_as_06_says(one_thread, capsys):
     """400 steps each (the notebook trains 1000; the picture is the same): seeing the whole sequence the leaky model
     gets the random first half right; reading prefixes its first half is at chance and its second half mostly
