@@ -4,7 +4,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course.checks.attention_block import expect_no_dropout_in_eval, load_weights, torch_mask, with_torch_parts
+from course.checks.attention_block import (expect_no_dropout_in_eval, load_weights, parts_stood_in, torch_mask,
+                                          with_torch_parts)
 from course.checks.compare import expect_tensor, expect_values, is_close
 from course.checks.report import CheckFailed, assert_written, fail, run_steps
 from course.device import available_devices, supported_dtypes
@@ -402,7 +403,8 @@ def check_decoder_block(DecoderBlock) -> None:
               ("respects self_mask and memory_mask", masks),
               ("gives each mask to its own attention when T = S", masks_same_length),
               ("drops nothing in eval mode (dropout=0.5)", dropout_off_in_eval)]
-    run_steps("DecoderBlock", steps)
+    with parts_stood_in(DecoderBlock):
+        run_steps("DecoderBlock", steps)
 
 
 # ---------------------------------------------------------------- EncoderDecoderTransformer
