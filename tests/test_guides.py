@@ -162,7 +162,7 @@ def test_the_parser_finds_what_the_guides_show(guides):
 
 @pytest.mark.parametrize("guide", GUIDES)
 def test_every_autograder_command_exists_with_its_options(guide, guides):
-    subcommands = re.search(r"\{([\w,]+)\}", help_of()).group(1).split(",")
+    subcommands = re.search(r"\{([\w,-]+)\}", help_of()).group(1).split(",")
     for command in commands_in(guides[guide]):
         if not command.startswith("python -m autograder"):
             continue
@@ -321,5 +321,5 @@ def test_every_screenshot_exists(guide, guides):
 
 def test_every_grader_command_is_documented(guides):
     documented = " ".join(c for text in guides.values() for c in commands_in(text))
-    for sub in re.search(r"\{([\w,]+)\}", help_of()).group(1).split(","):
+    for sub in re.search(r"\{([\w,-]+)\}", help_of()).group(1).split(","):
         assert f"python -m autograder {sub}" in documented, f"no guide shows `python -m autograder {sub}`"
