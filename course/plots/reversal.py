@@ -115,14 +115,14 @@ def prefix_accuracy(model, batch: torch.Tensor) -> torch.Tensor:
     """Next-token accuracy at every predicted position `(T - 1,)` when the model reads, for the prediction of token
     t + 1, the prefix `batch[:, :t + 1]` alone, as `generate` feeds it: a model that peeks at later tokens during
     training finds none here. batch: LongTensor (B, T) on the model's device."""
-    was_training = model.training
+    mode = model.training  # put back afterwards
     model.eval()
     try:
         with torch.no_grad():
             found = [(model(batch[:, :t + 1])[:, -1].argmax(-1) == batch[:, t + 1]).float().mean()
                      for t in range(batch.shape[1] - 1)]
     finally:
-        model.train(was_training)
+        model.train(mode)
     return torch.stack(found).cpu()
 
 
