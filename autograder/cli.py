@@ -5,6 +5,8 @@ import argparse
 import os
 import time
 
+from autograder.lms.commands import add_parser as add_lms_parser
+
 
 def _reference(args) -> None:
     from autograder.build_reference import write_references
@@ -118,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                                              "whose hand-in came through the exchange; lists the pages to send by hand")
     releasing_feedback.add_argument("assignments", nargs="+", metavar="ASSIGNMENT")
     releasing_feedback.set_defaults(run=_release_feedback)
+    add_lms_parser(commands)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     args.run(args)

@@ -1,0 +1,161 @@
+"""`python -m autograder lms ...`: the command line of grades back to the LMS."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autograder.paths import ROOT
+
+LMS_DIR = ROOT / "lms"  # the instructor's LMS files: rosters, uploads, the LTI config and key (ignored by git)
+DEFAULT_CONFIG = LMS_DIR / "lti.toml"
+
+
+def _pairs(values: list[str], option: str) -> dict[str, str]:
+    found = {}
+    for value in values or []:
+        assignment, sep, target = value.partition("=")
+        if not sep or not assignment or not target:
+            raise SystemExit(f"{option} {value!r}: write it as ASSIGNMENT=VALUE, e.g. {option} 03_masking=12345.")
+        found[assignment.strip()] = target.strip()
+    return found
+
+
+def _gradebook(args):
+    from nbgrader.api import Gradebook
+    path = Path(args.gradebook)
+    if not path.exists():
+        raise SystemExit(f"There is no gradebook at {path}: grade the class first (python -m autograder grade), "
+                         "or point --gradebook at it.")
+    return Gradebook(f"sqlite:///{path}")
+
+
+def _export(args) -> None:
+    from autograder.lms import canvas, moodle
+    from autograder.lms.csv_files import write_table
+    from autograder.lms.marks import marks_of, pending_lines, refuse_pending
+    from autograder.lms.roster import match, report
+
+    lms = canvas if args.lms == "canvas" else moodle
+    rules = lms.RULES
+    rule = rules[args.match or ("canvas-id" if args.lms == "canvas" else "name")]
+    roster = canvas.read_roster(args.roster) if args.lms == "canvas" else moodle.read_roster(args.roster, args.identity)
+    if args.lms == "moodle" and rule.name in ("username", "idnumber", "email"):
+        needed = moodle.IDENTITIES[rule.name]
+        if needed not in roster.table.header:
+            raise SystemExit(f"--match {rule.name} reads the column {needed!r}, which {args.roster} lacks: export it "
+                             "from Moodle with that user field ticked, or choose another --match.")
+    wanted = _pairs(args.column, "--column")
+    stray = [a for a in wanted if a not in args.assignments]
+    if stray:
+        raise SystemExit(f"--column names {', '.join(stray)}, which this command does not export: add "
+                         f"{' '.join(stray)} to the assignments, or leave its --column out.")
+    with _gradebook(args) as gb:
+        marks = marks_of(gb, args.assignments)
+        refuse_pending(marks, args.pending)
+        students = list(gb.students)
+        matching = match(rule, roster.students, students)
+        problems = report(matching, roster.students, lms.shown, rule, ", ".join(rules))
+        if problems and not args.allow_unmatched:
+            raise SystemExit("Not written, some students are not matched:\n" + "\n".join(f"  {p}" for p in problems))
+        columns = {a: roster.column(wanted.get(a, ""), a) for a in args.assignments}
+        if args.lms == "canvas":
+            blockers = canvas.points_problems(roster, columns, marks)
+        else:
+            blockers = moodle.maximum_problems(columns, {a: float(v) for a, v in
+                                                         _pairs(args.item_max, "--item-max").items()}, marks)
+        if blockers:
+            raise SystemExit("Not written:\n" + "\n".join(f"  {b}" for b in blockers))
+        if args.lms == "canvas":
+            table = canvas.upload(roster, columns, matching.pairs, marks, args.missing, args.pending)
+        else:
+            table = moodle.upload(roster, args.identity, columns, matching.pairs, marks, args.missing, args.pending,
+                                  args.feedback)
+        write_table(args.output, table)
+        held = pending_lines({k: m for k, m in marks.items() if k[0] in matching.pairs})
+    for line in problems:
+        print(f"left out (--allow-unmatched): {line}" if not line.startswith("Students are matched") else line)
+    for note in getattr(roster, "skipped", []):
+        print(f"skipped {note}")
+    if held:
+        print(("Left blank" if args.pending == "blank" else "Exported with the score so far") + " (--pending "
+              f"{args.pending}), written answers not graded yet:\n" + "\n".join(f"  {line}" for line in held))
+    for assignment, column in columns.items():
+        print(f"{assignment} -> {column or f'a new {args.lms.title()} column {assignment!r}'}")
+    print(f"Wrote {args.output}: {len(matching.pairs)} students, {len(columns)} assignment(s), scores after the late "
+          f"penalty, a missing hand-in {'0' if args.missing == 'zero' else 'blank (no change in the LMS)'}. "
+          + ("Upload it in Canvas: Grades > Import." if args.lms == "canvas" else
+             "Upload it in Moodle: Grades > Import > CSV file."))
+
+
+def _keys(args) -> None:
+    from autograder.lms.keys import make_keys
+    print(make_keys(Path(args.config), force=args.force))
+
+
+def _push(args) -> None:
+    from autograder.lms.lti_config import read_config
+    from autograder.lms.lti_push import push
+    config = read_config(Path(args.config))
+    with _gradebook(args) as gb:
+        outcome = push(gb, config, args.assignment, dry_run=args.dry_run, missing=args.missing, pending=args.pending,
+                       comment=not args.no_comment)
+    print(outcome.text())
+    if outcome.failed:
+        raise SystemExit(1)
+
+
+def add_parser(commands) -> None:
+    """The `lms` command group, under the autograder's own subcommands."""
+    lms = commands.add_parser("lms", help="grades back to the LMS: a Canvas or Moodle upload, or LTI 1.3 passback")
+    groups = lms.add_subparsers(dest="lms_command", required=True)
+    export = groups.add_parser("export", help="a CSV file the LMS's grade import takes, from its own roster export")
+    kinds = export.add_subparsers(dest="lms", required=True)
+    for name, rules, default, roster in (
+            ("canvas", "canvas-id, sis-login, sis-id, email, name", "canvas-id", "Canvas gradebook export"),
+            ("moodle", "name, email, username, idnumber", "name", "Moodle grade export (plain text file)")):
+        kind = kinds.add_parser(name, help=f"an upload for {name.title()}'s grade import")
+        kind.add_argument("assignments", nargs="+", metavar="ASSIGNMENT")
+        kind.add_argument("--roster", required=True, type=Path, metavar="CSV", help=f"the {roster}, as downloaded")
+        kind.add_argument("-o", "--output", type=Path, default=LMS_DIR / f"{name}-upload.csv", metavar="CSV",
+                          help=f"where to write the upload (default: lms/{name}-upload.csv)")
+        kind.add_argument("--match", choices=rules.split(", "), default=None,
+                          help=f"how nbgrader's students are found in the roster: {rules} (default: {default})")
+        kind.add_argument("--column", action="append", metavar="ASSIGNMENT=COLUMN",
+                          help="the LMS's column for an assignment (Canvas: its id, the number in brackets; Moodle: "
+                               "the grade item's header); default: the one named like the assignment, else a new one")
+        kind.add_argument("--missing", choices=("blank", "zero"), default="blank",
+                          help="a missing hand-in: blank (no change in the LMS; default) or 0")
+        kind.add_argument("--pending", choices=("refuse", "blank", "mark"), default="refuse",
+                          help="written answers not graded yet: refuse to export (default), leave blank, or export "
+                               "the score so far (marked in Moodle's feedback)")
+        kind.add_argument("--allow-unmatched", action="store_true",
+                          help="write the upload although some students are unmatched (they are listed, left out)")
+        kind.add_argument("--gradebook", default=str(ROOT / "gradebook.db"), metavar="DB",
+                          help="nbgrader's gradebook (default: gradebook.db)")
+        if name == "moodle":
+            kind.add_argument("--identity", choices=tuple(("email", "username", "idnumber")), default="email",
+                              help="the column that identifies each user on Moodle's import screen (default: email)")
+            kind.add_argument("--feedback", action="store_true",
+                              help="a feedback column beside each grade: the score as nbgrader gives it, with its notes")
+            kind.add_argument("--item-max", action="append", metavar="ASSIGNMENT=POINTS",
+                              help="the Moodle grade item's maximum: refuse scores above it")
+        kind.set_defaults(run=_export)
+    keys = groups.add_parser("keys", help="make the tool's key pair; print what the LMS administrator registers")
+    keys.add_argument("--config", default=str(DEFAULT_CONFIG), metavar="TOML",
+                      help="the LTI config whose key_file to write (default: lms/lti.toml)")
+    keys.add_argument("--force", action="store_true", help="replace an existing key (the LMS must get the new one)")
+    keys.set_defaults(run=_keys)
+    push = groups.add_parser("push", help="post the scores to the LMS over LTI 1.3 Assignment and Grade Services")
+    push.add_argument("--config", default=str(DEFAULT_CONFIG), metavar="TOML",
+                      help="the platform's addresses and the tool's key (default: lms/lti.toml)")
+    push.add_argument("--assignment", required=True, metavar="ASSIGNMENT")
+    push.add_argument("--dry-run", action="store_true", help="show what would be sent, send nothing")
+    push.add_argument("--missing", choices=("skip", "zero"), default="skip",
+                      help="a missing hand-in: send nothing (default) or 0")
+    push.add_argument("--pending", choices=("refuse", "skip", "mark"), default="mark",
+                      help="written answers not graded yet: send the score so far as PendingManual (default), "
+                           "send nothing for them, or refuse to push")
+    push.add_argument("--no-comment", action="store_true", help="send no comment with each score")
+    push.add_argument("--gradebook", default=str(ROOT / "gradebook.db"), metavar="DB",
+                      help="nbgrader's gradebook (default: gradebook.db)")
+    push.set_defaults(run=_push)

@@ -1,0 +1,79 @@
+"""What goes to the LMS for one student and assignment: nbgrader's score after the late penalty (`score_of`), and
+whether it may go: not handed in, or written answers not graded yet."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder.scores import PENDING, Score, score_of
+
+MISSING_CHOICES = ("blank", "zero")
+PENDING_CHOICES = ("refuse", "blank", "mark")
+
+
+@dataclass(frozen=True)
+class Mark:
+    student: str
+    assignment: str
+    max_score: float
+    score: Score | None  # None: nothing handed in
+
+    @property
+    def pending(self) -> int:
+        return self.score.pending if self.score else 0
+
+    def value(self, missing: str = "blank") -> float | None:
+        """The number to write: the score, 0 for a missing hand-in when `missing` is "zero", else None (blank)."""
+        if self.score is None:
+            return 0.0 if missing == "zero" else None
+        return self.score.total
+
+    def note(self) -> str:
+        """What the LMS's comment or feedback says beside the number."""
+        if self.score is None:
+            return "not handed in"
+        return self.score.text()
+
+
+def assignment_max(gb: Gradebook, assignment: str) -> float:
+    return float(gb.find_assignment(assignment).max_score or 0.0)
+
+
+def marks_of(gb: Gradebook, assignments: list[str]) -> dict[tuple[str, str], Mark]:
+    """(student id, assignment) -> Mark for every student in the gradebook and every assignment named."""
+    known = {a.name for a in gb.assignments}
+    unknown = [a for a in assignments if a not in known]
+    if unknown:
+        raise SystemExit(f"The gradebook has no assignment {', '.join(unknown)}: it has "
+                         f"{', '.join(sorted(known)) or 'none yet'}. Grade it first (python -m autograder grade "
+                         f"{unknown[0]}), or check the name.")
+    marks = {}
+    for assignment in assignments:
+        top = assignment_max(gb, assignment)
+        for student in gb.students:
+            marks[student.id, assignment] = Mark(student.id, assignment, top, score_of(gb, assignment, student.id))
+    return marks
+
+
+def pending_lines(marks: dict[tuple[str, str], Mark]) -> list[str]:
+    return [f"{m.student} / {m.assignment}: {m.pending} {PENDING}" for m in marks.values() if m.pending]
+
+
+def refuse_pending(marks: dict[tuple[str, str], Mark], pending: str) -> None:
+    """Stop when written answers wait for grading and the instructor did not say what to do with them."""
+    lines = pending_lines(marks)
+    if lines and pending == "refuse":
+        raise SystemExit("Not exported: these hand-ins have written answers not graded yet, so their score is not "
+                         "final:\n" + "\n".join(f"  {line}" for line in lines) + "\nGrade them in formgrader "
+                         "(then python -m autograder grade again), or run again with --pending blank (leave those "
+                         "cells blank, no change in the LMS) or --pending mark (export the score so far, with a note "
+                         "where the LMS takes one).")
+
+
+def student_exists(gb: Gradebook, student: str) -> bool:
+    try:
+        gb.find_student(student)
+    except MissingEntry:
+        return False
+    return True
