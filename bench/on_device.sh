@@ -13,12 +13,16 @@
 #     shakespeare-wait   wait for it (at most WAIT_SECONDS, 480 unless set) and keep its log
 #     demo               python -m autograder demo, timed
 #     suite              the whole test suite (pytest -n 8 --dist loadfile)
+#     fifteen            all of issue 32 that fits 15 minutes of device time, in one call of at most 600 s: the
+#                        benches alone, then notebook 07's GPU configuration for MINUTES (6 unless set) in the
+#                        background while the checks (pytest -n 10) and the demo class share the CPU cores
 # Each phase writes its log to $OUT (the device tool's folder that comes back), or ./device-results elsewhere.
 set -uo pipefail
 PYTHON=${PYTHON:-python3}
 RESULTS=${OUT:-$PWD/device-results}
 SITE=/tmp/site
 WAIT_SECONDS=${WAIT_SECONDS:-480}  # how long `shakespeare-wait` waits in one call (a call may run 600 s)
+MINUTES=${MINUTES:-6}  # the last checkpoint of `fifteen`'s notebook 07 run
 WORKERS=${WORKERS:-14}  # pytest-xdist workers for `checks` (the device machine has 16 cores)
 mkdir -p "$RESULTS"
 export PYTHONUNBUFFERED=1 PATH="$SITE/bin:$PATH"
@@ -37,20 +41,33 @@ setup() {
 
 log() { tee "$RESULTS/$1.log"; }
 
+checks() {
+    $PYTHON -m pytest -q -n "$WORKERS" -rs tests/test_mutants.py tests/test_verify.py tests/test_training.py \
+        tests/test_bench.py tests/test_crash_messages.py 2>&1 | log checks
+}
+
+benches() {
+    { $PYTHON bench/reversal.py --device cuda
+      $PYTHON bench/reversal.py --device cuda --config cpu  # batch 64 on the GPU: is a step launch-bound?
+      $PYTHON bench/reversal.py --device cpu --threads 2
+      $PYTHON bench/reversal_profile.py --device cuda
+      $PYTHON bench/reversal_profile.py --device cpu --threads 2
+      $PYTHON bench/attention_speed.py --device cuda; } 2>&1 | grep -v "training:" | log benches
+}
+
 for phase in "$@"; do
     setup
     case "$phase" in
         setup) ;;
-        checks)
-            $PYTHON -m pytest -q -n "$WORKERS" -rs tests/test_mutants.py tests/test_verify.py tests/test_training.py \
-                tests/test_bench.py tests/test_crash_messages.py 2>&1 | log checks ;;
-        benches)
-            { $PYTHON bench/reversal.py --device cuda
-              $PYTHON bench/reversal.py --device cuda --config cpu  # batch 64 on the GPU: is a step launch-bound?
-              $PYTHON bench/reversal.py --device cpu --threads 2
-              $PYTHON bench/reversal_profile.py --device cuda
-              $PYTHON bench/reversal_profile.py --device cpu --threads 2
-              $PYTHON bench/attention_speed.py --device cuda; } 2>&1 | grep -v "training:" | log benches ;;
+        checks) checks ;;
+        benches) benches ;;
+        fifteen)
+            benches
+            $PYTHON bench/shakespeare.py --device cuda --minutes 1 2 5 "$MINUTES" 2>&1 | grep --line-buffered -v \
+                "training:" > "$RESULTS/shakespeare.log" &
+            WORKERS=10 checks
+            { time $PYTHON -m autograder demo; } 2>&1 | log demo
+            wait ;;
         shakespeare-start)
             setsid nohup $PYTHON bench/shakespeare.py --device cuda --minutes 1 2 5 10 > /tmp/shakespeare.log 2>&1 &
             sleep 60; tail -5 /tmp/shakespeare.log ;;
