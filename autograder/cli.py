@@ -89,6 +89,25 @@ def _release_feedback(args) -> None:
             raise SystemExit(f"nbgrader release_feedback {assignment} failed: {failed}")
 
 
+def _similarity(args) -> None:
+    from pathlib import Path
+
+    from autograder.paths import ROOT
+    from autograder.similarity.screen import OUTPUT, screen, summary, write
+    from course.about import NOTEBOOKS
+    assignments = _known(args.assignments) or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
+    if not assignments:
+        raise SystemExit(f"Nothing is handed in under {ROOT / 'submitted'}: collect the submissions first "
+                         "(nbgrader collect, or copy them to submitted/<student>/<assignment>/).")
+    folders = [Path(folder).resolve() for folder in args.reference]
+    missing = [str(folder) for folder in folders if not folder.is_dir()]
+    if missing:
+        raise SystemExit(f"--reference: no folder {', '.join(missing)}")
+    out = Path(args.out).resolve() if args.out else ROOT / OUTPUT
+    found = screen(ROOT, assignments, folders)
+    print(summary(found, write(found, out), out))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -121,6 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     releasing_feedback.add_argument("assignments", nargs="+", metavar="ASSIGNMENT")
     releasing_feedback.set_defaults(run=_release_feedback)
     add_lms_parser(commands)
+    similarity = commands.add_parser("similarity", help="screen the hand-ins for code copied from each other or from "
+                                     "public implementations: a ranked table, CSV and a page per flagged pair, "
+                                     "evidence for a person to review, never a verdict")
+    similarity.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: every one handed in")
+    similarity.add_argument("--reference", nargs="+", action="extend", default=[], metavar="DIR", help="folders of public "
+                            "implementations (.py files and notebooks) to match the hand-ins against too")
+    similarity.add_argument("--out", metavar="DIR", default=None, help="where the CSV files and pages go (default: "
+                            "reports/similarity)")
+    similarity.set_defaults(run=_similarity)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     args.run(args)
