@@ -15,7 +15,7 @@ from pathlib import Path
 
 from autograder.lms.csv_files import Table, number, read_table
 from autograder.lms.marks import Mark
-from autograder.lms.roster import Rule, name_key, plain, student_name
+from autograder.lms.roster import Rule, name_key, plain, sortable, student_name
 
 POINTS_POSSIBLE = "Points Possible"
 TEST_STUDENT = "Student, Test"  # the Test Student Canvas adds to every course (student view)
@@ -28,7 +28,7 @@ RULES = {
     "sis-id": Rule("sis-id", "SIS User ID", lambda row: plain(row["SIS User ID"]), lambda s: plain(s.id)),
     "email": Rule("email", "email (nbgrader's student table) as the SIS Login ID",
                   lambda row: plain(row["SIS Login ID"]), lambda s: plain(s.email or "")),
-    "name": Rule("name", "full name", lambda row: name_key(row["Student"]), student_name),
+    "name": Rule("name", "full name", lambda row: name_key(sortable(row["Student"])), student_name),
 }
 
 
@@ -54,7 +54,7 @@ class CanvasRoster:
                                  + "; ".join(c for c in columns if COLUMN.match(c)) + ". Name one of them, by its "
                                  "number in brackets, or leave --column out to make a new assignment.")
             return hits[0]
-        hits = [c for c in columns if COLUMN.match(c) and plain(COLUMN.match(c)["name"]) == plain(assignment)]
+        hits = [c for c in columns if COLUMN.match(c) and name_key(COLUMN.match(c)["name"]) == name_key(assignment)]
         return hits[0] if len(hits) == 1 else None
 
     def points_of(self, column: str) -> str:

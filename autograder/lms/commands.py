@@ -1,7 +1,7 @@
 """`python -m autograder lms ...`: the command line of grades back to the LMS."""
 from __future__ import annotations
 
-import argparse
+import os
 from pathlib import Path
 
 from autograder.paths import ROOT
@@ -21,7 +21,11 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 
 
 def _gradebook(args):
+    """nbgrader's gradebook; its `alembic` subprocess found in this environment (see autograder.nbgrader_run)."""
     from nbgrader.api import Gradebook
+
+    from autograder.nbgrader_run import environment
+    os.environ["PATH"] = environment()["PATH"]
     path = Path(args.gradebook)
     if not path.exists():
         raise SystemExit(f"There is no gradebook at {path}: grade the class first (python -m autograder grade), "

@@ -44,7 +44,7 @@ class MoodleRoster:
         items = [c for c in self.table.header if c.endswith(")") and ": " in c]
         names = {c: c.split(": ", 1)[1].rsplit(" (", 1)[0] for c in items}
         target = wanted or assignment
-        hits = [c for c in items if plain(c) == plain(target) or plain(names[c]) == plain(target)]
+        hits = [c for c in items if plain(c) == plain(target) or name_key(names[c]) == name_key(target)]
         if wanted and not hits:
             raise SystemExit(f"The Moodle export has no grade item {wanted!r} (from --column {assignment}={wanted});"
                              f" its grade items are: {'; '.join(items) or 'none'}. Name one of them, or leave "

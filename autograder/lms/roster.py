@@ -16,13 +16,16 @@ from nbgrader.api import Student
 
 
 def name_key(text: str) -> str:
-    """A full name as both sides write it: `Doe, Jane` and `Jane  Doe` are `jane doe`; Moodle's zip writes `_` as a
-    space; accents kept, case folded."""
+    """A full name as both sides write it: spaces collapsed, Moodle's zip's `_` for a space, accents kept, case
+    folded."""
     text = unicodedata.normalize("NFC", text).replace("_", " ")
-    if text.count(",") == 1:
-        last, first = text.split(",")
-        text = f"{first} {last}"
     return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def sortable(text: str) -> str:
+    """Canvas's `Last, First` (`Doe, Jr., Jane`: the last comma splits) as `First Last`."""
+    last, comma, first = text.rpartition(",")
+    return f"{first} {last}" if comma else text
 
 
 def plain(text: str) -> str:

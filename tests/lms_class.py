@@ -1,0 +1,59 @@
+"""A small graded class for the LMS tests, written with nbgrader's own Gradebook API (no notebook is run): the demo
+class's students with their names and emails, two assignments with code and written answers, a late penalty, a
+missing hand-in and written answers not graded yet."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+
+# student id -> (first name, last name, email); the ids are the demo class's (autograder/demo/submissions.py)
+STUDENTS = {
+    "demo_perfect": ("Ada", "Lovelace", "ada@uni.example"),
+    "demo_partial": ("Jane", "Doe, Jr.", "jane@uni.example"),
+    "demo_empty": ("Zoë", "Ångström", "zoe@uni.example"),
+    "demo_broken": ("Eric", "Roe", "eric@uni.example"),
+    "demo_invalid": ("Grace", "Hopper", "grace@uni.example"),
+}
+A, B = "03_masking", "04_attention_block"
+# assignment -> grade cells (name, points, "code" or "markdown")
+CELLS = {A: [("causal_mask_test", 4, "code"), ("padding_mask_test", 3, "code"), ("q_masks", 2, "markdown")],
+         B: [("mha_test", 6, "code"), ("layernorm_test", 4, "code")]}
+# (student, assignment) -> points per cell (None: written answer not graded yet), late penalty; absent: not handed in
+HANDED_IN = {
+    ("demo_perfect", A): ([4, 3, 2], 0.0), ("demo_perfect", B): ([6, 4], 0.0),
+    ("demo_partial", A): ([4, 0, 1], 2.0), ("demo_partial", B): ([3, 4], 0.0),
+    ("demo_empty", A): ([0, 0, 0], 0.0),
+    ("demo_broken", A): ([4, 3, None], 0.0), ("demo_broken", B): ([6, 0], 0.0),
+    ("demo_invalid", A): ([0, 0, 0], 0.0), ("demo_invalid", B): ([0, 0], 0.0),
+}
+# what score_of gives (total after the penalty), worked out by hand
+EXPECTED = {("demo_perfect", A): 9, ("demo_perfect", B): 10, ("demo_partial", A): 3, ("demo_partial", B): 7,
+            ("demo_empty", A): 0, ("demo_broken", A): 7, ("demo_broken", B): 6, ("demo_invalid", A): 0,
+            ("demo_invalid", B): 0}
+
+
+def build_gradebook(path: Path, pending: bool = True) -> Path:
+    """The class in a fresh gradebook at `path`; `pending=False` grades demo_broken's written answer (1 point)."""
+    with Gradebook(f"sqlite:///{path}") as gb:
+        for assignment, cells in CELLS.items():
+            gb.add_assignment(assignment)
+            gb.add_notebook(assignment, assignment)
+            for name, points, kind in cells:
+                gb.add_grade_cell(name, assignment, assignment, max_score=points, cell_type=kind)
+                if kind == "markdown":
+                    gb.add_solution_cell(name, assignment, assignment)
+        for student, (first, last, email) in STUDENTS.items():
+            gb.add_student(student, first_name=first, last_name=last, email=email)
+        for (student, assignment), (points, penalty) in HANDED_IN.items():
+            gb.add_submission(assignment, student)
+            for (name, _, kind), got in zip(CELLS[assignment], points):
+                grade = gb.find_grade(name, assignment, assignment, student)
+                if kind == "markdown":
+                    grade.needs_manual_grade = got is None and pending
+                    grade.manual_score = got if got is not None or pending else 1
+                else:
+                    grade.auto_score, grade.needs_manual_grade = got, False
+            gb.find_submission_notebook(assignment, assignment, student).late_submission_penalty = penalty
+        gb.db.commit()
+    return path
