@@ -1,0 +1,154 @@
+"""`lms push`: an assignment's scores to the LMS over LTI 1.3 Assignment and Grade Services 2.0.
+
+The course's members come from Names and Role Provisioning; each nbgrader student is found among the learners by
+`Student.lms_user_id` when nbgrader has it, else by the config's rule (email, name or id), and the LMS user id is
+then kept in `Student.lms_user_id`. The line item is the one tagged with the assignment's name, created when there is
+none. Each score is `score_of`'s, posted as the spec's Score (userId, scoreGiven, scoreMaximum, activityProgress,
+gradingProgress, an ISO-8601 timestamp, a comment), recorded in the ledger once the platform took it, and finally
+read back from the platform's results.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from nbgrader.api import Gradebook
+
+from autograder.lms.lti_client import LEARNER, Platform, Refused
+from autograder.lms.lti_config import LtiConfig
+from autograder.lms.lti_ledger import Ledger
+from autograder.lms.marks import Mark, marks_of, refuse_pending
+from autograder.lms.roster import Rule, match, name_key, plain, student_name
+
+RULES = {
+    "email": Rule("email", "email", lambda m: plain(m.get("email", "")), lambda s: plain(s.email or "")),
+    "name": Rule("name", "full name", lambda m: name_key(m.get("name", "") or
+                                                         f"{m.get('given_name', '')} {m.get('family_name', '')}"),
+                 student_name),
+    "id": Rule("id", "LMS user id", lambda m: str(m.get("user_id", "")), lambda s: s.id),
+}
+
+
+@dataclass
+class Outcome:
+    assignment: str
+    dry_run: bool
+    lines: list[str] = field(default_factory=list)
+    sent: int = 0
+    unchanged: int = 0
+    not_sent: list[str] = field(default_factory=list)
+    failed: str = ""
+
+    def text(self) -> str:
+        verb = "would send" if self.dry_run else "sent"
+        summary = (f"{self.assignment}: {verb} {self.sent} score(s); {self.unchanged} unchanged since the last push "
+                   f"(not sent again); {len(self.not_sent)} not sent (listed).")
+        parts = self.lines + [f"  not sent: {line}" for line in self.not_sent] + [summary]
+        if self.failed:
+            parts.append(f"Stopped: {self.failed}\nWhat was sent is recorded; run the same command again and it "
+                         "sends only what is left.")
+        return "\n".join(parts)
+
+
+def score_for(mark: Mark, user_id: str, missing: str, comment: bool) -> dict | None:
+    """The AGS Score for `mark` (None: nothing to send)."""
+    if mark.score is None and missing != "zero":
+        return None
+    score = {"userId": user_id, "scoreGiven": mark.value("zero"), "scoreMaximum": mark.max_score,
+             "activityProgress": "Submitted" if mark.score else "Initialized",
+             "gradingProgress": "PendingManual" if mark.pending else "FullyGraded",
+             "timestamp": datetime.now(timezone.utc).isoformat(timespec="milliseconds")}
+    if comment:
+        score["comment"] = mark.note()
+    return score
+
+
+def _learners(members: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(active learners, inactive or deleted ones)."""
+    learners = [m for m in members if any(r == LEARNER or r.endswith("#Learner") or r == "Learner"
+                                          for r in m.get("roles", []))]
+    active = [m for m in learners if m.get("status", "Active") == "Active"]
+    return active, [m for m in learners if m not in active]
+
+
+def _user_ids(gb: Gradebook, config: LtiConfig, members: list[dict], outcome: Outcome, keep: bool) -> dict[str, str]:
+    """nbgrader student id -> LMS user id; who has none is reported in `outcome`."""
+    active, gone = _learners(members)
+    known = {m["user_id"] for m in active}
+    students = list(gb.students)
+    found = {s.id: s.lms_user_id for s in students if s.lms_user_id and s.lms_user_id in known}
+    taken = set(found.values())
+    rest = [s for s in students if s.id not in found]
+    rule = RULES[config.match]
+    matching = match(rule, [m for m in active if m["user_id"] not in taken], rest)
+    free = [m for m in active if m["user_id"] not in taken]
+    for student, index in matching.pairs.items():
+        found[student] = free[index]["user_id"]
+        if keep:
+            gb.update_or_create_student(student, lms_user_id=free[index]["user_id"])
+    for student in matching.ours_only:
+        inactive = [m for m in gone if rule.lms(m) == rule.ours(gb.find_student(student))]
+        outcome.not_sent.append(f"{student}: " + (f"inactive in the LMS ({inactive[0].get('status')})" if inactive
+                                else f"not among the course's learners in the LMS (by {rule.says})"))
+    outcome.not_sent += matching.ambiguous
+    if matching.lms_only:
+        outcome.lines.append("In the LMS, not in the gradebook (nothing to send): "
+                             + ", ".join(free[i].get("name") or free[i]["user_id"] for i in matching.lms_only))
+    return found
+
+
+def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = False, missing: str = "skip",
+         pending: str = "mark", comment: bool = True) -> Outcome:
+    marks = marks_of(gb, [assignment])
+    refuse_pending(marks, pending)
+    outcome = Outcome(assignment, dry_run)
+    platform = Platform(config)
+    ledger = Ledger(config.sent_file)
+    try:
+        users = _user_ids(gb, config, platform.members(), outcome, keep=not dry_run)
+        top = next(iter(marks.values())).max_score if marks else 0.0
+        item = platform.line_item(assignment, assignment, top, create=not dry_run)
+        item_id = item.get_id() if item else ""
+        if item is None:
+            outcome.lines.append(f"would create the line item {assignment!r} (tag {assignment!r}, out of {top:g})")
+        for student, user_id in sorted(users.items()):
+            mark = marks[student, assignment]
+            score = score_for(mark, user_id, missing, comment)
+            if score is None:
+                outcome.not_sent.append(f"{student}: not handed in (--missing zero sends 0)")
+            elif mark.pending and pending == "skip":
+                outcome.not_sent.append(f"{student}: written answers not graded yet (--pending skip)")
+            elif item_id and ledger.already(item_id, score):
+                outcome.unchanged += 1
+            elif dry_run:
+                outcome.sent += 1
+                outcome.lines.append(f"would send {student} (LMS user {user_id}): {score}")
+            else:
+                platform.post_score(item, score)
+                ledger.record(item_id, score)
+                outcome.sent += 1
+                outcome.lines.append(f"sent {student} (LMS user {user_id}): {mark.note()}")
+        if item is not None and not dry_run:
+            outcome.lines += read_back(platform, item, ledger.sent.get(item_id, {}))
+    except Refused as refused:
+        outcome.failed = str(refused)
+    return outcome
+
+
+def read_back(platform: Platform, item, sent: dict[str, dict]) -> list[str]:
+    """The platform's results against what it was sent: a line per difference, or one that all agree."""
+    results = {r.get("userId"): r for r in platform.results(item)}
+    wrong = []
+    for user_id, score in sent.items():
+        result = results.get(user_id)
+        if result is None:
+            wrong.append(f"user {user_id}: the LMS has no result, though it took {score['scoreGiven']:g}")
+            continue
+        theirs = float(result.get("resultScore") or 0) / float(result.get("resultMaximum") or 1)
+        ours = score["scoreGiven"] / score["scoreMaximum"] if score["scoreMaximum"] else 0.0
+        if abs(theirs - ours) > 1e-6:
+            wrong.append(f"user {user_id}: the LMS shows {result.get('resultScore')}/{result.get('resultMaximum')}, "
+                         f"it was sent {score['scoreGiven']:g}/{score['scoreMaximum']:g}")
+    if wrong:
+        return ["Read back, the LMS differs from what it was sent:"] + [f"  {w}" for w in wrong]
+    return [f"Read back: the LMS holds all {len(sent)} score(s) as sent."]

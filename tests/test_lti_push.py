@@ -1,0 +1,168 @@
+"""`python -m autograder lms push` end to end against a real LTI 1.3 platform (the lti1p3platform package) on
+127.0.0.1 (tests/lti_platform.py), on the demo class's students written with nbgrader's Gradebook API
+(tests/lms_class.py): the token by the client-credentials grant with the key `lms keys` made, the roster by Names and
+Role Provisioning, the line item found or created, each Score as AGS 2.0 defines it, then read back. What the
+platform received is checked against the specs where the package does not check it."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import jwt
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.cli import main
+from tests.lms_class import A, EXPECTED, STUDENTS, build_gradebook
+from tests.lti_platform import CLIENT_ID, INSTRUCTOR, LEARNER, LtiPlatform
+
+SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"  # AGS 2.0, section 3.4: the Score media type
+ACTIVITY = {"Initialized", "Started", "InProgress", "Submitted", "Completed"}  # AGS 2.0, 3.4.6
+GRADING = {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"}  # AGS 2.0, 3.4.7
+IN_ROSTER = ("demo_perfect", "demo_partial", "demo_empty", "demo_broken")  # demo_invalid is not in the LMS
+USER_IDS = {student: f"lti-user-{n}" for n, student in enumerate(STUDENTS, start=101)}
+
+
+def members() -> list[dict]:
+    """The course in the LMS: four of the demo class as learners, a learner nbgrader never saw, the instructor."""
+    found = [{"user_id": USER_IDS[s], "roles": [LEARNER], "status": "Active", "name": f"{STUDENTS[s][0]} "
+              f"{STUDENTS[s][1]}", "given_name": STUDENTS[s][0], "family_name": STUDENTS[s][1],
+              "email": STUDENTS[s][2].upper() if s == "demo_empty" else STUDENTS[s][2]} for s in IN_ROSTER]
+    found.append({"user_id": "lti-user-900", "roles": [LEARNER], "name": "Charles Babbage",
+                  "email": "charles@uni.example"})
+    found.append({"user_id": "lti-user-1", "roles": [INSTRUCTOR], "name": "The Instructor",
+                  "email": "teacher@uni.example"})
+    return found
+
+
+def run(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            code = main(list(args))
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 1
+            if isinstance(stop.code, str):
+                out.write(stop.code)
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> Path:
+    return build_gradebook(tmp_path_factory.mktemp("lti-class") / "gradebook.db")
+
+
+@pytest.fixture()
+def tool(graded, tmp_path):
+    """The tool's key made by `lms keys`, its config filled in, the platform serving with the key set registered,
+    and a fresh copy of the gradebook: (platform, config path, gradebook path, push arguments)."""
+    config = tmp_path / "lms" / "lti.toml"
+    code, said = run("lms", "keys", "--config", str(config))
+    assert code == 0 and "Public JWK" in said, said
+    key_set = json.loads((config.parent / "lti-keyset.json").read_text())
+    gradebook = shutil.copy(graded, tmp_path / "gradebook.db")
+    with LtiPlatform(key_set, members()) as platform:
+        text = config.read_text()
+        for name, value in (("client_id", CLIENT_ID), ("deployment_id", "1:course-tfs-2026"),
+                            ("token_url", platform.token_url), ("lineitems_url", f"{platform.url}/lineitems"),
+                            ("memberships_url", f"{platform.url}/memberships")):
+            text = text.replace(f'{name} = ""', f'{name} = "{value}"', 1)
+        config.write_text(text)
+        yield platform, config, Path(gradebook), ("lms", "push", "--config", str(config), "--gradebook",
+                                                  str(gradebook), "--assignment", A)
+
+
+def accepted(platform) -> list[dict]:
+    return platform.scores_posted(200) + platform.scores_posted(201)
+
+
+def test_push_posts_every_score_as_the_spec_says_then_a_rerun_sends_nothing(tool):
+    platform, config, gradebook, push = tool
+    code, said = run(*push)
+    assert code == 0, said
+    (item,) = platform.store.line_items.values()
+    assert item["tag"] == A and item["label"] == A and item["scoreMaximum"] == 9, "created with the assignment's max"
+    taken = platform.store.scores["1"]
+    assert set(taken) == {USER_IDS[s] for s in IN_ROSTER}, "only the matched students, never demo_invalid"
+    for student in IN_ROSTER:
+        score = taken[USER_IDS[student]]
+        assert score["scoreGiven"] == EXPECTED[student, A] and score["scoreMaximum"] == 9, student
+        assert score["gradingProgress"] == ("PendingManual" if student == "demo_broken" else "FullyGraded")
+        assert score["activityProgress"] == "Submitted"
+    assert taken[USER_IDS["demo_partial"]]["comment"] == "3/9 (late: -2)"
+    for request in accepted(platform):  # AGS 2.0, 3.4: what the package takes without looking
+        score = request["json"]
+        assert request["headers"]["Content-Type"] == SCORE_TYPE
+        assert request["headers"]["Authorization"].startswith("Bearer ")
+        assert isinstance(score["userId"], str) and 0 <= score["scoreGiven"] <= score["scoreMaximum"]
+        assert score["activityProgress"] in ACTIVITY and score["gradingProgress"] in GRADING
+        assert datetime.fromisoformat(score["timestamp"]).utcoffset() is not None, "ISO 8601 with its offset"
+    for request in [r for r in platform.requests if r["path"] == "/token"]:  # IMS Security Framework 1.0, 4.1
+        form = request["form"]
+        assert form["grant_type"] == "client_credentials"
+        assert form["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        claims = jwt.decode(form["client_assertion"], options={"verify_signature": False})
+        assert claims["iss"] == claims["sub"] == CLIENT_ID and claims["aud"] == platform.token_url
+        assert claims["exp"] > claims["iat"] and claims["jti"]
+    assert "demo_invalid: not among the course's learners in the LMS (by email)" in said
+    assert "Charles Babbage" in said and "The Instructor" not in said
+    assert "Read back: the LMS holds all 4 score(s) as sent." in said
+    with Gradebook(f"sqlite:///{gradebook}") as gb:  # the mapping is kept in nbgrader's own table
+        assert {s.id: s.lms_user_id for s in gb.students} == {**{s: USER_IDS[s] for s in IN_ROSTER},
+                                                               "demo_invalid": None}
+
+    posted = len(platform.scores_posted())
+    code, said = run(*push)
+    assert code == 0, said
+    assert len(platform.scores_posted()) == posted, "a rerun sends nothing already sent"
+    assert "sent 0 score(s); 4 unchanged since the last push" in said
+    assert len(platform.store.line_items) == 1, "the line item is found by its tag, not made again"
+
+
+def test_dry_run_sends_nothing(tool):
+    platform, config, gradebook, push = tool
+    code, said = run(*push, "--dry-run")
+    assert code == 0, said
+    assert not [r for r in platform.requests if r["method"] == "POST" and r["path"] != "/token"]
+    assert "would create the line item '03_masking'" in said and said.count("would send demo_") == 4
+    assert "'gradingProgress': 'PendingManual'" in said
+
+
+def test_a_wrong_key_is_refused(tool):
+    platform, config, gradebook, push = tool
+    code, said = run("lms", "keys", "--config", str(config), "--force")  # a key the LMS was never given
+    assert code == 0, said
+    code, said = run(*push)
+    assert code == 1
+    assert "The LMS refused the tool's token request (HTTP 401" in said and "lms keys" in said
+    assert not platform.scores_posted() and not platform.store.line_items
+
+
+def test_an_expired_token_is_renewed(tool):
+    platform, config, gradebook, push = tool
+    platform.platform.registration.token_lifetime = 1
+    platform.pause_before_scores = 2.1  # the token for the grades expires before the first score arrives
+    code, said = run(*push)
+    assert code == 0, said
+    assert platform.scores_posted(401), "the platform refused the expired token"
+    assert len(platform.store.scores["1"]) == 4, "after a new token every score was taken"
+    assert len([r for r in platform.requests if r["path"] == "/token" and r["status"] == 200]) >= 3
+
+
+def test_a_push_cut_off_halfway_resumes(tool):
+    platform, config, gradebook, push = tool
+    platform.fail_scores_after = 2
+    code, said = run(*push)
+    assert code == 1
+    assert "Stopped: The LMS refused to take the score of user" in said and "run the same command again" in said
+    assert len(json.loads((config.parent / "lti-sent.json").read_text())[f"{platform.url}/lineitems/1"]) == 2
+    platform.fail_scores_after = None
+    code, said = run(*push)
+    assert code == 0, said
+    assert "sent 2 score(s); 2 unchanged" in said
+    users = [r["json"]["userId"] for r in accepted(platform)]
+    assert sorted(users) == sorted(USER_IDS[s] for s in IN_ROSTER), "each student's score taken exactly once"
