@@ -104,7 +104,7 @@ def _similarity(args) -> None:
     if missing:
         raise SystemExit(f"--reference: no folder {', '.join(missing)}")
     out = Path(args.out).resolve() if args.out else ROOT / OUTPUT
-    found = screen(ROOT, assignments, folders)
+    found = screen(ROOT, assignments, folders, jobs=args.jobs)
     print(summary(found, write(found, out), out))
 
 
@@ -148,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                             "implementations (.py files and notebooks) to match the hand-ins against too")
     similarity.add_argument("--out", metavar="DIR", default=None, help="where the CSV files and pages go (default: "
                             "reports/similarity)")
+    similarity.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes that fingerprint "
+                            "(default: one per core)")
     similarity.set_defaults(run=_similarity)
     args = parser.parse_args(argv)
     started = time.perf_counter()

@@ -213,3 +213,31 @@ def write_references(folder: Path) -> Path:
     for name in PUBLIC:
         shutil.copyfile(Path(wild.__file__).parent / f"{name}.py", public / f"{name}.py")
     return public
+
+
+def original_of(student: str, copies: dict[str, str]) -> str:
+    """Whose code a student of the corpus handed in: its own, or the one it copied."""
+    return copies.get(student, student)
+
+
+def is_copy_pair(first: str, second: str, copies: dict[str, str]) -> bool:
+    """Two students of the corpus hand in the same original's code (one copied the other, or both copied it)."""
+    return original_of(first, copies) == original_of(second, copies)
+
+
+def is_copied_from(student: str, reference: str, copies: dict[str, str]) -> bool:
+    """The student's code is that of the public implementation in the reference file `public/<source>.py`."""
+    return f"public/{original_of(student, copies)}.py" == reference
+
+
+def precision_recall(flagged: set, positives: set) -> tuple[float, float]:
+    hits = len(flagged & positives)
+    return (hits / len(flagged) if flagged else 1.0), (hits / len(positives) if positives else 1.0)
+
+
+def roc_auc(scores: dict, positives: set) -> float:
+    """The chance that a positive scores above a negative (ties count half), over every pair in `scores`."""
+    positive = [s for key, s in scores.items() if key in positives]
+    negative = [s for key, s in scores.items() if key not in positives]
+    wins = sum((p > n) + 0.5 * (p == n) for p in positive for n in negative)
+    return wins / (len(positive) * len(negative)) if positive and negative else 1.0

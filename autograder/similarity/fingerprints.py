@@ -83,3 +83,27 @@ def fingerprint(code: str, filename: str, boilerplate: set[int] = frozenset()) -
     positions = winnowed(filtered)
     kept = {h: p for h, p in positions.items() if h not in boilerplate}
     return Fingerprint(filename, code, filtered, offsets, kept, NOISE_THRESHOLD, set(kept))
+
+
+_BOILERPLATE: dict = {}  # a worker's copy of the boilerplate, by key (set once per worker by `_keep_boilerplate`)
+
+
+def _keep_boilerplate(boilerplate: dict) -> None:
+    _BOILERPLATE.clear()
+    _BOILERPLATE.update(boilerplate)
+
+
+def _fingerprint_item(item: tuple[str, str, str]) -> Fingerprint:
+    code, filename, key = item
+    return fingerprint(code, filename, _BOILERPLATE.get(key, frozenset()))
+
+
+def fingerprint_all(items: list[tuple[str, str, str]], boilerplate: dict, jobs: int = 1) -> list[Fingerprint]:
+    """The fingerprints of each `(code, filename, boilerplate key)` in order, on `jobs` processes (tokenising is
+    most of the screen's time); the result does not depend on `jobs`."""
+    if jobs <= 1 or len(items) < 50:
+        _keep_boilerplate(boilerplate)
+        return [_fingerprint_item(item) for item in items]
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(jobs, initializer=_keep_boilerplate, initargs=(boilerplate,)) as pool:
+        return list(pool.map(_fingerprint_item, items, chunksize=max(1, len(items) // (4 * jobs))))

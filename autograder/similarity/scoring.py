@@ -81,10 +81,10 @@ def too_short(fingerprint: Fingerprint) -> bool:
     return len(fingerprint.hash_idx) < MIN_FINGERPRINTS
 
 
-def _match(exercise: Exercise, first: Fingerprint, second: Fingerprint, common: set[int], evidence: float
+def _match(exercise: Exercise, first: Fingerprint, second: Fingerprint, common: int, evidence: float
            ) -> ExerciseMatch:
     smaller = min(len(first.hashes), len(second.hashes)) or 1
-    return ExerciseMatch(exercise[0], exercise[1], evidence, len(common), len(common) / smaller,
+    return ExerciseMatch(exercise[0], exercise[1], evidence, common, common / smaller,
                          too_short(first) or too_short(second))
 
 
@@ -105,14 +105,14 @@ def student_pairs(cells: dict[Exercise, dict[str, Fingerprint]], holding: dict[E
             for value in by_student[student].hashes:
                 index[value].append(student)
         evidence: dict[tuple[str, str], float] = defaultdict(float)
-        common: dict[tuple[str, str], set[int]] = defaultdict(set)
+        common: dict[tuple[str, str], int] = defaultdict(int)
         for value, who in index.items():
             if len(who) < 2:
                 continue
             weight = shared_code.pair_weight(holding[exercise][value]) if weighted else 1.0
             for pair in itertools.combinations(who, 2):
                 evidence[pair] += weight
-                common[pair].add(value)
+                common[pair] += 1
         for pair in sorted(evidence):
             found = pairs.setdefault(pair, PairEvidence(pair[0], pair[1], "students"))
             found.matches.append(_match(exercise, by_student[pair[0]], by_student[pair[1]], common[pair],
@@ -137,11 +137,11 @@ def reference_matches(cells: dict[Exercise, dict[str, Fingerprint]], holding: di
         for student, cell in sorted(cells[exercise].items()):
             answered[student] += 1
             evidence: dict[str, float] = defaultdict(float)
-            common: dict[str, set[int]] = defaultdict(set)
+            common: dict[str, int] = defaultdict(int)
             for value in cell.hashes:
                 for name in index.get(value, ()):
                     evidence[name] += shared_code.reference_weight(holding[exercise][value]) if weighted else 1.0
-                    common[name].add(value)
+                    common[name] += 1
             for name in sorted(evidence):
                 pair = found.setdefault((student, name), PairEvidence(student, name, "reference"))
                 pair.matches.append(_match(exercise, cell, references[exercise][name], common[name],

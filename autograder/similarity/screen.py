@@ -9,7 +9,7 @@ from pathlib import Path
 
 from autograder.paths import notebook_path
 from autograder.similarity import collect, shared_code
-from autograder.similarity.fingerprints import Fingerprint, all_kgram_hashes, fingerprint
+from autograder.similarity.fingerprints import Fingerprint, all_kgram_hashes, fingerprint, fingerprint_all
 from autograder.similarity.pages import write_pages
 from autograder.similarity.scoring import Exercise, PairEvidence, reference_matches, student_pairs
 from autograder.similarity.table import HOW_TO_READ, NOT_A_VERDICT, terminal_table, write_csv
@@ -37,16 +37,18 @@ class Screen:
         return [p for p in self.references if p.flagged]
 
 
-def screen(root: Path, assignments: list[str], reference_folders: list[Path] = (), set_aside_shared: bool = True
-           ) -> Screen:
-    """Screen the hand-ins under `root/submitted` for `assignments`. With `set_aside_shared` off, code the class
-    shares counts as much as code two students alone share (a plain fingerprint tool; for tests and comparison)."""
+def screen(root: Path, assignments: list[str], reference_folders: list[Path] = (), set_aside_shared: bool = True,
+           jobs: int = 1) -> Screen:
+    """Screen the hand-ins under `root/submitted` for `assignments`, fingerprinting on `jobs` processes. With
+    `set_aside_shared` off, code the class shares counts as much as code two students alone share (a plain
+    fingerprint tool; for tests and comparison)."""
     solutions, notes = collect.class_solutions(root, assignments)
     boilerplate = {a: all_kgram_hashes(collect.release_code(notebook_path(root / "release", a)))
                    for a in assignments}
     cells: dict[Exercise, dict[str, Fingerprint]] = defaultdict(dict)
-    for solution in solutions:
-        found = fingerprint(solution.code, f"{solution.student}: {solution.exercise}", boilerplate[solution.assignment])
+    found_all = fingerprint_all([(s.code, f"{s.student}: {s.exercise}", s.assignment) for s in solutions],
+                                boilerplate, jobs)
+    for solution, found in zip(solutions, found_all):
         if found.hashes:  # a stub handed back as given holds nothing of the student's
             cells[(solution.assignment, solution.exercise)][solution.student] = found
     holding, set_aside, kept = {}, {}, {}
