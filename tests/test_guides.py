@@ -139,6 +139,30 @@ def help_of(*argv: str) -> str:
     return out.getvalue()
 
 
+def subcommands_of(help_text: str) -> list[str]:
+    """The subcommands a help lists (argparse writes them `{a,b} ...`; an option's choices have no `...`)."""
+    found = re.search(r"\{([\w,-]+)\} \.\.\.", re.sub(r"\s+", " ", help_text))
+    return found.group(1).split(",") if found else []
+
+
+def command_help(words: list[str]) -> tuple[list[str], str]:
+    """The subcommand path at the start of `words` (`lms export canvas`), and its help."""
+    path = [words[0]]
+    while len(path) < len(words) and words[len(path)] in subcommands_of(help_of(*path)):
+        path.append(words[len(path)])
+    return path, help_of(*path)
+
+
+def every_help(*path: str) -> str:
+    """The help of the command line and of every subcommand below it."""
+    text = help_of(*path)
+    return text + "".join(every_help(*path, sub) for sub in subcommands_of(text))
+
+
+def takes_value(option: str, help_text: str) -> bool:
+    return bool(re.search(rf"{re.escape(option)} (?:[A-Z]|\{{)", help_text))
+
+
 def make_targets() -> set[str]:
     return set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), flags=re.M))
 
@@ -170,10 +194,12 @@ def test_every_autograder_command_exists_with_its_options(guide, guides):
         if not words:  # the command line itself
             continue
         assert words[0] in subcommands, f"{guide}: `{command}`: no such command"
-        options = help_of(words[0])
-        for word in words[1:]:
-            if word.startswith("--"):
+        path, options = command_help(words)
+        for before, word in zip(words[len(path) - 1:], words[len(path):]):
+            if word.startswith("-"):
                 assert re.search(rf"{re.escape(word)}\b", options), f"{guide}: `{command}`: no option {word}"
+            elif before.startswith("-") and takes_value(before, options):
+                continue  # the option's value: a file, a rule, ASSIGNMENT=COLUMN
             elif not word.isdigit():
                 assert word in NOTEBOOKS, f"{guide}: `{command}`: {word} is not an assignment"
 
@@ -181,7 +207,7 @@ def test_every_autograder_command_exists_with_its_options(guide, guides):
 @pytest.mark.parametrize("guide", GUIDES)
 def test_every_option_span_is_an_option_of_the_grader(guide, guides):
     """... or of an nbgrader command that the same section shows."""
-    options = help_of("grade") + help_of("demo")
+    options = every_help()
     for section in sections(guides[guide]):
         nbgrader_subcommands = {shlex.split(c)[1] for c in commands_in(section) if c.startswith("nbgrader ")}
         for span in fenced_and_inline(section)[1]:
@@ -289,6 +315,8 @@ def test_every_path_exists_or_is_made_by_grading(guide, guides):
             parts = [part for part in named.rstrip("/").split("/")[1:] if part != "<assignment>"]
             assert set(parts) <= {zip_collect["archive_directory"], zip_collect["extracted_directory"]}, \
                 f"{guide}: `{named}` is no folder of nbgrader zip_collect"
+        elif top == "lms":  # the LMS's rosters, the uploads, the LTI config and key: students' data, ignored by git
+            assert f"\n{top}/\n" in (ROOT / ".gitignore").read_text(), f".gitignore does not name {top}/"
         elif top == archive_folder():  # where `make new-term` moves a term: students' files, ignored by git
             assert f"\n{top}/\n" in (ROOT / ".gitignore").read_text(), f".gitignore does not name {top}/"
         elif top in generated:  # made by grading: the code that writes it must name it
