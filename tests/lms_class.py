@@ -3,9 +3,11 @@ class's students with their names and emails, two assignments with code and writ
 missing hand-in and written answers not graded yet."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from nbgrader.api import Gradebook
+from sqlalchemy import text
 
 # student id -> (first name, last name, email); the ids are the demo class's (autograder/demo/submissions.py)
 STUDENTS = {
@@ -33,9 +35,10 @@ EXPECTED = {("demo_perfect", A): 9, ("demo_perfect", B): 10, ("demo_partial", A)
             ("demo_invalid", B): 0}
 
 
-def build_gradebook(path: Path, pending: bool = True) -> Path:
-    """The class in a fresh gradebook at `path`; `pending=False` grades demo_broken's written answer (1 point)."""
+def build_gradebook(path: Path) -> Path:
+    """The class in a fresh gradebook at `path`."""
     with Gradebook(f"sqlite:///{path}") as gb:
+        gb.db.execute(text("PRAGMA synchronous=OFF"))  # a scratch file: no need to wait for the disk at each commit
         for assignment, cells in CELLS.items():
             gb.add_assignment(assignment)
             gb.add_notebook(assignment, assignment)
@@ -50,10 +53,26 @@ def build_gradebook(path: Path, pending: bool = True) -> Path:
             for (name, _, kind), got in zip(CELLS[assignment], points):
                 grade = gb.find_grade(name, assignment, assignment, student)
                 if kind == "markdown":
-                    grade.needs_manual_grade = got is None and pending
-                    grade.manual_score = got if got is not None or pending else 1
+                    grade.needs_manual_grade, grade.manual_score = got is None, got
                 else:
                     grade.auto_score, grade.needs_manual_grade = got, False
             gb.find_submission_notebook(assignment, assignment, student).late_submission_penalty = penalty
         gb.db.commit()
     return path
+
+
+def grade_written_answer(path: Path) -> Path:
+    """What formgrader writes when the instructor gives demo_broken's written answer its 1 point."""
+    with Gradebook(f"sqlite:///{path}") as gb:
+        grade = gb.find_grade("q_masks", A, A, "demo_broken")
+        grade.manual_score, grade.needs_manual_grade = 1, False
+        gb.db.commit()
+    return path
+
+
+def class_gradebook(tmp_path_factory, name: str) -> Path:
+    """A copy of the class, named `name`, in a folder of its own; the class is built once per test session."""
+    built = tmp_path_factory.getbasetemp() / "lms-class.db"
+    if not built.exists():
+        build_gradebook(built)
+    return Path(shutil.copy(built, tmp_path_factory.mktemp("lms-class") / name))

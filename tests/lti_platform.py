@@ -134,7 +134,7 @@ class LtiPlatform:
         self.fail_scores_after: int | None = None  # answer 503 to score posts after this many were taken
         self.pause_before_scores = 0.0  # seconds to wait before the first score post (an access token may expire)
         self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     def __enter__(self):
         self.thread.start()

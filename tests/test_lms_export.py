@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import shutil
 from pathlib import Path
 
 import pytest
 
 from autograder.cli import main
-from tests.lms_class import A, B, EXPECTED, STUDENTS, build_gradebook
+from tests.lms_class import A, B, EXPECTED, STUDENTS, class_gradebook, grade_written_answer
 
 BOM = "\ufeff"
 # Canvas: Grades > Export > Export Entire Gradebook, with Show Concluded Enrollments on: a byte order mark, the
@@ -45,8 +44,8 @@ MOODLE_EXPORT = (
 @pytest.fixture(scope="module")
 def gradebooks(tmp_path_factory) -> dict[str, Path]:
     """The class as graded (demo_broken's written answer not graded yet), and with it graded."""
-    folder = tmp_path_factory.mktemp("lms-class")
-    return {"pending": build_gradebook(folder / "pending.db"), "graded": build_gradebook(folder / "graded.db", False)}
+    return {"pending": class_gradebook(tmp_path_factory, "pending.db"),
+            "graded": grade_written_answer(class_gradebook(tmp_path_factory, "graded.db"))}
 
 
 def export(tmp_path: Path, gradebook: Path, *args: str) -> tuple[int, str]:

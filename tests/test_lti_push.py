@@ -17,7 +17,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.cli import main
-from tests.lms_class import A, EXPECTED, STUDENTS, build_gradebook
+from tests.lms_class import A, EXPECTED, STUDENTS, class_gradebook
 from tests.lti_platform import CLIENT_ID, INSTRUCTOR, LEARNER, LtiPlatform
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"  # AGS 2.0, section 3.4: the Score media type
@@ -53,7 +53,7 @@ def run(*args: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> Path:
-    return build_gradebook(tmp_path_factory.mktemp("lti-class") / "gradebook.db")
+    return class_gradebook(tmp_path_factory, "gradebook.db")
 
 
 @pytest.fixture()
