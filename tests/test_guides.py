@@ -316,7 +316,7 @@ def test_every_path_exists_or_is_made_by_grading(guide, guides):
             assert set(parts) <= {zip_collect["archive_directory"], zip_collect["extracted_directory"]}, \
                 f"{guide}: `{named}` is no folder of nbgrader zip_collect"
         elif top == "lms":  # the LMS's rosters, the uploads, the LTI config and key: students' data, ignored by git
-            assert f"\n{top}/\n" in (ROOT / ".gitignore").read_text(), f".gitignore does not name {top}/"
+            assert f"\n/{top}/\n" in (ROOT / ".gitignore").read_text(), f".gitignore does not name /{top}/"
         elif top == archive_folder():  # where `make new-term` moves a term: students' files, ignored by git
             assert f"\n{top}/\n" in (ROOT / ".gitignore").read_text(), f".gitignore does not name {top}/"
         elif top in generated:  # made by grading: the code that writes it must name it

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 from autograder.paths import ROOT
@@ -23,9 +24,11 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 def _gradebook(args):
     """nbgrader's gradebook; its `alembic` subprocess found in this environment (see autograder.nbgrader_run)."""
     from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
 
     from autograder.nbgrader_run import environment
     os.environ["PATH"] = environment()["PATH"]
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own queries for a hand-in that is missing
     path = Path(args.gradebook)
     if not path.exists():
         raise SystemExit(f"There is no gradebook at {path}: grade the class first (python -m autograder grade), "
