@@ -40,7 +40,7 @@ def _export(args) -> None:
     from autograder.lms import canvas, moodle
     from autograder.lms.csv_files import write_table
     from autograder.lms.marks import marks_of, pending_lines, refuse_pending
-    from autograder.lms.roster import match, report
+    from autograder.lms.roster import advice, match, report
 
     lms = canvas if args.lms == "canvas" else moodle
     rules = lms.RULES
@@ -61,9 +61,10 @@ def _export(args) -> None:
         refuse_pending(marks, args.pending)
         students = list(gb.students)
         matching = match(rule, roster.students, students)
-        problems = report(matching, roster.students, lms.shown, rule, ", ".join(rules))
+        problems = report(matching, roster.students, lms.shown, rule)
         if problems and not args.allow_unmatched:
-            raise SystemExit("Not written, some students are not matched:\n" + "\n".join(f"  {p}" for p in problems))
+            raise SystemExit("Not written, some students are not matched:\n" + "\n".join(f"  {p}" for p in problems)
+                             + "\n" + advice(rule, ", ".join(rules)))
         columns = {a: roster.column(wanted.get(a, ""), a) for a in args.assignments}
         if args.lms == "canvas":
             blockers = canvas.points_problems(roster, columns, marks)
@@ -80,7 +81,7 @@ def _export(args) -> None:
         write_table(args.output, table)
         held = pending_lines({k: m for k, m in marks.items() if k[0] in matching.pairs})
     for line in problems:
-        print(f"left out (--allow-unmatched): {line}" if not line.startswith("Students are matched") else line)
+        print(f"left out (--allow-unmatched): {line}")
     for note in getattr(roster, "skipped", []):
         print(f"skipped {note}")
     if held:

@@ -65,8 +65,7 @@ def score_for(mark: Mark, user_id: str, missing: str, comment: bool) -> dict | N
 
 def _learners(members: list[dict]) -> tuple[list[dict], list[dict]]:
     """(active learners, inactive or deleted ones)."""
-    learners = [m for m in members if any(r == LEARNER or r.endswith("#Learner") or r == "Learner"
-                                          for r in m.get("roles", []))]
+    learners = [m for m in members if any(r in (LEARNER, "Learner") for r in m.get("roles", []))]
     active = [m for m in learners if m.get("status", "Active") == "Active"]
     return active, [m for m in learners if m not in active]
 

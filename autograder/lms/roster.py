@@ -82,22 +82,22 @@ def match(rule: Rule, rows: list[dict[str, str]], students: list[Student]) -> Ma
 
 
 def report(matching: Matching, rows: list[dict[str, str]], shown: Callable[[dict[str, str]], str],
-           rule: Rule, choices: str) -> list[str]:
-    """The lines that tell the instructor who was not matched, and why that matters."""
+           rule: Rule) -> list[str]:
+    """Who was not matched, a line per side, and the keys that name more than one."""
     lines = []
     if matching.ours_only:
         lines.append(f"In the gradebook but not in the roster (by {rule.says}): {', '.join(matching.ours_only)}")
     if matching.lms_only:
         lines.append(f"In the roster but not in the gradebook (by {rule.says}): "
                      + "; ".join(shown(rows[i]) for i in matching.lms_only))
-    lines += matching.ambiguous
-    if lines:
-        lines.append(f"Students are matched by --match {rule.name} ({rule.says}); the rules are {choices}. "
-                     "Choose the rule your students' nbgrader ids follow, add a missing student's name or email "
-                     "with `nbgrader db student add ID --first-name ... --last-name ... --email ...`, or pass "
-                     "--allow-unmatched to leave the unmatched out of the upload (the LMS keeps their grades as "
-                     "they are).")
-    return lines
+    return lines + matching.ambiguous
+
+
+def advice(rule: Rule, choices: str) -> str:
+    return (f"Students are matched by --match {rule.name} ({rule.says}); the rules are {choices}. Choose the rule "
+            "your students' nbgrader ids follow, add a missing student's name or email with `nbgrader db student add "
+            "ID --first-name ... --last-name ... --email ...`, or pass --allow-unmatched to leave the unmatched out "
+            "of the upload (the LMS keeps their grades as they are).")
 
 
 def student_name(student: Student) -> str:
