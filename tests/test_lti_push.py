@@ -17,7 +17,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.cli import main
-from tests.lms_class import A, EXPECTED, STUDENTS, class_gradebook
+from tests.lms_class import A, B, EXPECTED, STUDENTS, class_gradebook
 from tests.lti_platform import CLIENT_ID, INSTRUCTOR, LEARNER, LtiPlatform
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"  # AGS 2.0, section 3.4: the Score media type
@@ -56,24 +56,37 @@ def graded(tmp_path_factory) -> Path:
     return class_gradebook(tmp_path_factory, "gradebook.db")
 
 
-@pytest.fixture()
-def tool(graded, tmp_path):
-    """The tool's key made by `lms keys`, its config filled in, the platform serving with the key set registered,
-    and a fresh copy of the gradebook: (platform, config path, gradebook path, push arguments)."""
+def tool_files(graded: Path, tmp_path: Path) -> tuple[Path, Path, tuple[str, ...]]:
+    """The tool's key made by `lms keys` and a fresh copy of the gradebook: (config, gradebook, push arguments)."""
     config = tmp_path / "lms" / "lti.toml"
     code, said = run("lms", "keys", "--config", str(config))
     assert code == 0 and "Public JWK" in said, said
+    gradebook = Path(shutil.copy(graded, tmp_path / "gradebook.db"))
+    return config, gradebook, ("lms", "push", "--config", str(config), "--gradebook", str(gradebook), "--assignment",
+                               A)
+
+
+@contextlib.contextmanager
+def serving(config: Path, course: list[dict]):
+    """The platform with the tool's key set registered, serving `course`; the config filled in with its addresses."""
     key_set = json.loads((config.parent / "lti-keyset.json").read_text())
-    gradebook = shutil.copy(graded, tmp_path / "gradebook.db")
-    with LtiPlatform(key_set, members()) as platform:
+    with LtiPlatform(key_set, course) as platform:
         text = config.read_text()
         for name, value in (("client_id", CLIENT_ID), ("deployment_id", "1:course-tfs-2026"),
                             ("token_url", platform.token_url), ("lineitems_url", f"{platform.url}/lineitems"),
                             ("memberships_url", f"{platform.url}/memberships")):
             text = text.replace(f'{name} = ""', f'{name} = "{value}"', 1)
         config.write_text(text)
-        yield platform, config, Path(gradebook), ("lms", "push", "--config", str(config), "--gradebook",
-                                                  str(gradebook), "--assignment", A)
+        yield platform
+
+
+@pytest.fixture()
+def tool(graded, tmp_path):
+    """The platform serving the course, the tool's config and a copy of the gradebook: (platform, config path,
+    gradebook path, push arguments)."""
+    config, gradebook, push = tool_files(graded, tmp_path)
+    with serving(config, members()) as platform:
+        yield platform, config, gradebook, push
 
 
 def accepted(platform) -> list[dict]:
@@ -130,6 +143,25 @@ def test_dry_run_sends_nothing(tool):
     assert not [r for r in platform.requests if r["method"] == "POST" and r["path"] != "/token"]
     assert "would create the line item '03_masking'" in said and said.count("would send demo_") == 4
     assert "'gradingProgress': 'PendingManual'" in said
+    other = (*push[:-1], B, "--dry-run")
+    code, said = run(*other)
+    assert code == 0 and "demo_empty: not handed in (--missing zero sends 0)" in said, said
+    code, said = run(*other, "--missing", "zero")
+    assert "would send demo_empty (LMS user lti-user-103): {'userId': 'lti-user-103', 'scoreGiven': 0.0" in said
+    assert "'activityProgress': 'Initialized'" in said, "a missing hand-in is no submitted activity"
+    assert not [r for r in platform.requests if r["method"] == "POST" and r["path"] != "/token"]
+
+
+def test_an_inactive_student_is_named_and_not_sent(graded, tmp_path):
+    """A student whose enrolment the LMS lists as inactive (dropped, concluded) is said to be so, and not sent."""
+    gone = [dict(m, status="Inactive") if m["user_id"] == USER_IDS["demo_perfect"] else m for m in members()]
+    config, gradebook, push = tool_files(graded, tmp_path)
+    with serving(config, gone) as platform:
+        code, said = run(*push, "--pending", "skip")
+        assert code == 0, said
+        assert "demo_perfect: inactive in the LMS (Inactive)" in said
+        assert "demo_broken: written answers not graded yet (--pending skip)" in said
+        assert set(platform.store.scores["1"]) == {USER_IDS["demo_partial"], USER_IDS["demo_empty"]}
 
 
 def test_a_wrong_key_is_refused(tool):

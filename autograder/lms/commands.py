@@ -58,7 +58,8 @@ def _export(args) -> None:
                          f"{' '.join(stray)} to the assignments, or leave its --column out.")
     with _gradebook(args) as gb:
         marks = marks_of(gb, args.assignments)
-        refuse_pending(marks, args.pending)
+        refuse_pending(marks, args.pending, "--pending blank (leave those cells blank: no change in the LMS) or "
+                       "--pending mark (export the score so far, noted where the LMS takes a note)")
         students = list(gb.students)
         matching = match(rule, roster.students, students)
         problems = report(matching, roster.students, lms.shown, rule)

@@ -99,7 +99,8 @@ def _user_ids(gb: Gradebook, config: LtiConfig, members: list[dict], outcome: Ou
 def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = False, missing: str = "skip",
          pending: str = "mark", comment: bool = True) -> Outcome:
     marks = marks_of(gb, [assignment])
-    refuse_pending(marks, pending)
+    refuse_pending(marks, pending, "--pending skip (send nothing for them) or --pending mark (send the score so "
+                   "far, marked PendingManual)")
     outcome = Outcome(assignment, dry_run)
     platform = Platform(config)
     ledger = Ledger(config.sent_file)

@@ -57,13 +57,11 @@ def pending_lines(marks: dict[tuple[str, str], Mark]) -> list[str]:
     return [f"{m.student} / {m.assignment}: {m.pending} {PENDING}" for m in marks.values() if m.pending]
 
 
-def refuse_pending(marks: dict[tuple[str, str], Mark], pending: str) -> None:
-    """Stop when written answers wait for grading and the instructor did not say what to do with them."""
+def refuse_pending(marks: dict[tuple[str, str], Mark], pending: str, choices: str) -> None:
+    """Stop when written answers wait for grading and the instructor did not say what to do with them; `choices`
+    says what the command's --pending offers instead."""
     lines = pending_lines(marks)
     if lines and pending == "refuse":
-        raise SystemExit("Not exported: these hand-ins have written answers not graded yet, so their score is not "
-                         "final:\n" + "\n".join(f"  {line}" for line in lines) + "\nGrade them in formgrader "
-                         "(then python -m autograder grade again), or run again with --pending blank (leave those "
-                         "cells blank, no change in the LMS) or --pending mark (export the score so far, with a note "
-                         "where the LMS takes one).")
-
+        raise SystemExit("Nothing sent or written: these hand-ins have written answers not graded yet, so their score "
+                         "is not final:\n" + "\n".join(f"  {line}" for line in lines) + "\nGrade them in formgrader "
+                         f"(then python -m autograder grade again), or run again with {choices}.")
