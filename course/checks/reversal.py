@@ -111,7 +111,7 @@ class ReversalOracle(nn.Module):
     At the positions whose next token is determined (from n - 1 on) it adds `confidence` to the logit of that
     token; elsewhere its logits are 0 (a uniform guess). So the loss of a batch depends only on the confidence,
     never on which random tokens were drawn, and training raises the confidence. It records each call's mode,
-    whether gradients were on, and the device and shape of its input.
+    whether gradients were on, the device and shape of its input, and the input's first half (which batch it was).
     """
 
     def __init__(self, vocab_size: int, confidence: float):
@@ -121,10 +121,10 @@ class ReversalOracle(nn.Module):
         self.calls: list[dict] = []
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        self.calls.append({"training": self.training, "grad": torch.is_grad_enabled(), "device": tokens.device,
-                           "shape": tuple(tokens.shape)})
         B, T = tokens.shape
         n = (T + 1) // 2  # a whole sequence (2n) or one without its last token (2n - 1)
+        self.calls.append({"training": self.training, "grad": torch.is_grad_enabled(), "device": tokens.device,
+                           "shape": tuple(tokens.shape), "first_half": tuple(tokens[:, :n].flatten().tolist())})
         logits = torch.zeros(B, T, self.vocab_size, device=tokens.device, dtype=self.confidence.dtype)
         known = nn.functional.one_hot(tokens[:, :n].flip(dims=[1]), self.vocab_size).to(logits.dtype)  # (B, n, V)
         extra = torch.zeros_like(logits)
@@ -141,18 +141,21 @@ def oracle_loss(vocab_size: int, half_len: int, confidence: float) -> float:
 
 class StoredBatches:
     """Stands in for the notebook's `reversal_batch` while `train_reversal` is checked: it hands out a stored batch of
-    the size asked for, so that a mistake in `reversal_batch` costs points only in its own check. A size it does not
-    hold goes to `fallback` (the notebook's own)."""
+    the size asked for, so that a mistake in `reversal_batch` costs points only in its own check. Each call rolls the
+    batch's rows by one more place, so a loop that draws a batch per step sees a new one each time, as with the real
+    function. A size it does not hold goes to `fallback` (the notebook's own)."""
 
     def __init__(self, stored: list[torch.Tensor], fallback=None):
         self.stored = {tuple(batch.shape): batch for batch in stored}
         self.fallback = fallback
+        self.handed_out = 0
 
     def __call__(self, batch_size, half_len, vocab_size, generator=None):
         batch = self.stored.get((int(batch_size), 2 * int(half_len)))
         if batch is None or int(batch.max()) >= vocab_size:
             return self.fallback(batch_size, half_len, vocab_size, generator=generator)
-        return batch.clone()
+        self.handed_out += 1
+        return batch.roll(self.handed_out - 1, dims=0)
 
 
 def _run_oracle(train_reversal, spec: dict, steps: int, device=None, seed: int = 0, batches=()):
@@ -233,6 +236,14 @@ def check_train_reversal(train_reversal) -> None:
             fail(f"The model was called on inputs of shape {sorted(shapes)}; expected batches of shape "
                  f"({spec['batch_size']}, {2 * spec['half_len']}) from reversal_batch.")
 
+    def fresh_batches():
+        run()
+        seen = {c["first_half"] for c in runs["model"].calls}
+        if len(seen) < spec["steps"]:
+            fail(f"In {spec['steps']} steps the model saw {len(seen)} different batch(es). Draw a fresh batch with "
+                 "reversal_batch inside the loop, once per step: a model trained on one batch learns those "
+                 f"{spec['batch_size']} sequences, not the rule.")
+
     def one_optimizer():
         long = fixture["long_run"]
         model, losses = oracle(long["spec"], long["spec"]["steps"])
@@ -263,6 +274,7 @@ def check_train_reversal(train_reversal) -> None:
     steps = [("returns one Python float per step", floats),
              ("the first loss is the next-token cross-entropy, logits[:, :-1] against batch[:, 1:]", first_loss),
              ("takes Adam steps of size lr, and the loss falls", learns),
+             ("draws a fresh batch at every step", fresh_batches),
              ("keeps one Adam optimizer, and its running averages, for the whole run", one_optimizer)]
     steps += [(f"moves the model to device={d.type!r} and trains it there", on_device(d)) for d in available_devices()]
     run_steps("train_reversal", steps)
