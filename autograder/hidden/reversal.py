@@ -162,7 +162,7 @@ class KeepsAdamState(Rule):
         return None
 
 
-TRAIN = dict(vocab_size=6, half_len=4, d_model=32, n_heads=4, d_ff=64, n_layers=2, steps=600, batch_size=64, lr=1e-2)
+TRAIN = dict(vocab_size=6, half_len=4, d_model=32, n_heads=4, d_ff=64, n_layers=2, steps=200, batch_size=64, lr=1e-2)
 
 
 @dataclass(frozen=True)
