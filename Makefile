@@ -42,8 +42,9 @@ colab-runtime: $(COLAB_STAMP)
 $(COLAB_STAMP): $(STAMP) tests/colab_runtime.py
 	$(PY) tests/colab_runtime.py
 
+# One pytest-xdist worker per core; each test file runs whole on one worker, the slowest first (tests/conftest.py).
 test: $(STAMP) $(COLAB_STAMP)
-	$(PY) -m pytest tests --durations=15
+	$(PY) -m pytest tests -n auto --dist loadfile --durations=30
 
 release: $(STAMP)
 	$(PY) -m autograder release

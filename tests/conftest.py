@@ -1,14 +1,41 @@
 """Shared fixtures: a scratch copy of the course directory, so tests never touch the real gradebook."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from autograder.paths import copy_course  # noqa: F401 (the tests' scratch copies)
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker gets its share of the cores for PyTorch's threads, and so do the kernels and
+    processes it starts: a worker with a thread per core beside another spends its time waiting for the other's."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        import torch
+
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        torch.set_num_threads(threads)
+
+
+# The slowest files first: pytest-xdist hands out whole files in this order, so no long one starts last while the
+# other workers have nothing left to do. The first that reads the demo class builds it; those that read it only once
+# the others are under way come later, so that no worker starts by waiting for it.
+SLOWEST_FIRST = ["test_wild_corpus", "test_adversarial", "test_term", "test_mutants", "test_handin_links",
+                 "test_one_number", "test_source_notebooks", "test_cluster", "test_grading", "test_guides",
+                 "test_lms_collect", "test_feedback_page", "test_demo_class", "test_release"]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: place for place, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # a stable sort: the rest keep their order
+
 
 def run_autograder(root: Path, *args: str) -> subprocess.CompletedProcess:
     """`python -m autograder <args>` inside the copy at `root` (its own packages come first on sys.path)."""
@@ -18,9 +45,18 @@ def run_autograder(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def demo_class(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """A copy of the course in which `python -m autograder demo` has run (release, hand-in, grading)."""
-    root = copy_course(tmp_path_factory.mktemp("course"))
-    result = run_autograder(root, "demo")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    return root, result
+def demo_class(tmp_path_factory, worker_id) -> tuple[Path, subprocess.CompletedProcess]:
+    """A copy of the course in which `python -m autograder demo` has run (release, hand-in, grading). Tests only
+    read it or copy it. It is built once per run: under pytest-xdist the first worker to ask builds it in the run's
+    shared temporary folder while the others wait on its lock, then read it."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # the folder the workers' own temporary folders are in
+    root, record = shared / "demo-course", shared / "demo-course.json"
+    with FileLock(str(shared / "demo-course.lock")):
+        if not record.exists():
+            result = run_autograder(copy_course(root), "demo")
+            assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+            record.write_text(json.dumps({"args": result.args, "returncode": result.returncode,
+                                          "stdout": result.stdout, "stderr": result.stderr}))
+    return root, subprocess.CompletedProcess(**json.loads(record.read_text()))
