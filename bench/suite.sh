@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: `make test` from a fresh clone, as CI runs it, with the set-up and pytest timed apart (issue 29).
 #
-# Usage: bash bench/suite.sh [REVISION]     (default: HEAD of this clone)
+# Usage: bash bench/suite.sh [REVISION]     (default: HEAD of this clone); SUITE_LOG=FILE keeps make test's output
 # Clones this repository into a scratch folder with ../shared beside it (as CI has it), times `make setup
 # colab-runtime` (the two environments make test builds first) and then `make test`, and prints a markdown row for
 # bench/README.md with pytest's own count of what passed, failed and was skipped. The scratch folder is removed.
@@ -9,7 +9,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 revision=${1:-HEAD}
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+trap 'cp "$scratch/test.log" "${SUITE_LOG:-/dev/null}" 2>/dev/null; rm -rf "$scratch"' EXIT
+chmod 755 "$scratch"  # test_term's student accounts run nbgrader from the clone's .venv, as CI's clone allows
 git clone -q "$here" "$scratch/course"
 git -C "$scratch/course" checkout -q "$revision"
 ln -s "$(cd "$here/.." && pwd)/shared" "$scratch/shared"
