@@ -42,9 +42,11 @@ colab-runtime: $(COLAB_STAMP)
 $(COLAB_STAMP): $(STAMP) tests/colab_runtime.py
 	$(PY) tests/colab_runtime.py
 
-# One pytest-xdist worker per core; each test file runs whole on one worker, the slowest first (tests/conftest.py).
+# One pytest-xdist worker per core this process may use, at most 4 (each one grades whole classes); each test file
+# runs whole on one worker, the slowest first (tests/conftest.py).
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))")
 test: $(STAMP) $(COLAB_STAMP)
-	$(PY) -m pytest tests -n auto --dist loadfile --durations=30
+	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 release: $(STAMP)
 	$(PY) -m autograder release

@@ -19,7 +19,7 @@ def pytest_configure(config):
     if workers > 1:
         import torch
 
-        threads = max(1, (os.cpu_count() or 1) // workers)
+        threads = max(1, len(os.sched_getaffinity(0)) // workers)
         os.environ["OMP_NUM_THREADS"] = str(threads)
         torch.set_num_threads(threads)
 
