@@ -36,12 +36,13 @@ class Preflight:
     notes: list[str] = field(default_factory=list)  # what was found (and repaired) in a gradable notebook
 
 
-def _nbgrader(cell) -> dict:
+def nbgrader_metadata(cell) -> dict:
+    """A cell's nbgrader metadata (grade_id, solution, points...), {} where it has none."""
     return cell.metadata.get("nbgrader", {})
 
 
 def _graded_cells(notebook) -> dict[str, object]:
-    return {_nbgrader(c)["grade_id"]: c for c in notebook.cells if _nbgrader(c).get("grade_id")}
+    return {nbgrader_metadata(c)["grade_id"]: c for c in notebook.cells if nbgrader_metadata(c).get("grade_id")}
 
 
 def _read(path: Path) -> tuple[object | None, str]:
@@ -136,11 +137,11 @@ def _as_released(cell, original) -> bool:
     """Whether `cell` is as some release gave it, though the current one (`original`) differs: the nbgrader checksum
     in its metadata still matches it, or, for an answer cell (whose source is the student's), matches the current
     cell with its points."""
-    stored = _nbgrader(cell).get("checksum")
+    stored = nbgrader_metadata(cell).get("checksum")
     candidates = [cell]
-    if _nbgrader(original).get("solution"):
+    if nbgrader_metadata(original).get("solution"):
         candidates.append(copy.deepcopy(original))
-        candidates[-1].metadata.nbgrader["points"] = _nbgrader(cell).get("points", 0)
+        candidates[-1].metadata.nbgrader["points"] = nbgrader_metadata(cell).get("points", 0)
     try:
         return bool(stored) and stored in {compute_checksum(candidate) for candidate in candidates}
     except (KeyError, TypeError, ValueError):  # metadata too damaged to be a release's
@@ -162,7 +163,7 @@ def other_assignment(notebook, released, release_notebook: Path) -> str:
 def _answer_and_test_cells(notebook) -> set[str]:
     """The grade ids of the cells that are an assignment's own (answers and tests; `setup` and the like recur)."""
     return {grade_id for grade_id, cell in _graded_cells(notebook).items()
-            if _nbgrader(cell).get("grade") or _nbgrader(cell).get("solution")}
+            if nbgrader_metadata(cell).get("grade") or nbgrader_metadata(cell).get("solution")}
 
 
 def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight:
@@ -190,16 +191,16 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
         result.fatal = (f"this is notebook {other}, not {release_notebook.stem}: graded 0; "
                         f"ask for {release_notebook.name}")
         return result
-    counts = Counter(_nbgrader(c).get("grade_id") for c in notebook.cells if _nbgrader(c).get("grade_id"))
+    counts = Counter(nbgrader_metadata(c).get("grade_id") for c in notebook.cells if nbgrader_metadata(c).get("grade_id"))
     repaired = False
     for grade_id, count in counts.items():
         if count > 1:
             result.notes.append(f"graded cell '{grade_id}' appears {count} times; the first one counts")
-            for cell in [c for c in notebook.cells if _nbgrader(c).get("grade_id") == grade_id][1:]:
+            for cell in [c for c in notebook.cells if nbgrader_metadata(c).get("grade_id") == grade_id][1:]:
                 del cell.metadata["nbgrader"]
             repaired = True
     for cell in notebook.cells:
-        grade_id = _nbgrader(cell).get("grade_id")
+        grade_id = nbgrader_metadata(cell).get("grade_id")
         if grade_id and grade_id not in given:
             result.notes.append(f"a cell is labelled '{grade_id}', which is not in the assignment; it earns nothing")
             del cell.metadata["nbgrader"]
@@ -214,10 +215,10 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
             continue
         if cell.cell_type != original.cell_type:
             result.notes.append(f"graded cell '{grade_id}' was turned into {cell.cell_type}; restored")
-        points, given_points = _nbgrader(cell).get("points"), _nbgrader(original).get("points")
-        if _nbgrader(original).get("grade") and points != given_points and not _as_released(cell, original):
+        points, given_points = nbgrader_metadata(cell).get("points"), nbgrader_metadata(original).get("points")
+        if nbgrader_metadata(original).get("grade") and points != given_points and not _as_released(cell, original):
             result.notes.append(f"the points of '{grade_id}' were changed from {given_points} to {points}; restored")
-        if _nbgrader(original).get("locked") and cell.source != original.source and not _as_released(cell, original):
+        if nbgrader_metadata(original).get("locked") and cell.source != original.source and not _as_released(cell, original):
             result.notes.append(f"the locked cell '{grade_id}' was edited; the original restored")
     if repaired:
         shutil.copyfile(path, path.with_name(path.name + REPAIRED))

@@ -16,7 +16,7 @@ import nbformat
 
 from autograder import handin
 from autograder.grading import students_in
-from autograder.preflight import notebooks_in, re_uploads
+from autograder.preflight import nbgrader_metadata, notebooks_in, re_uploads
 
 REFERENCE_SUFFIXES = (".py", ".ipynb")  # what a --reference folder holds that is compared (code only)
 
@@ -37,17 +37,13 @@ class ReferenceFile:
     code: str
 
 
-def _nbgrader(cell) -> dict:
-    return cell.metadata.get("nbgrader", {})
-
-
 def solution_code(notebook) -> dict[str, str]:
     """`grade_id -> source` of the notebook's code solution cells (written answers are prose and not compared); the
     first cell of a grade_id counts, as in grading."""
     found = {}
     for cell in notebook.cells:
-        grade_id = _nbgrader(cell).get("grade_id")
-        if cell.cell_type == "code" and _nbgrader(cell).get("solution") and grade_id and grade_id not in found:
+        grade_id = nbgrader_metadata(cell).get("grade_id")
+        if cell.cell_type == "code" and nbgrader_metadata(cell).get("solution") and grade_id and grade_id not in found:
             found[grade_id] = cell.source
     return found
 
