@@ -22,7 +22,10 @@ from jupyter_client.provisioning import LocalProvisioner
 NAME = "course-warm-kernel"
 # Imported once by the grading server, before any job forks: what every kernel would otherwise import itself.
 # torch._dynamo: the first optimizer a process makes imports it (about 1.2 s), and notebooks 06 and 07 make one.
-PRELOAD = ["torch", "torch._dynamo", "ipykernel.kernelapp"]
+# matplotlib.pyplot: every notebook draws (about 1 s); its backend is chosen in the kernel, as a cold one chooses it.
+PRELOAD = ["torch", "torch._dynamo", "ipykernel.kernelapp", "matplotlib.pyplot"]
+# What ipykernel puts in MPLBACKEND when the environment names no backend, for matplotlib to read on import.
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
 class _Waiting:
@@ -109,6 +112,7 @@ def _become_kernel(orders: int) -> None:
         threads = order["env"].get("OMP_NUM_THREADS")
         if threads:
             torch.set_num_threads(int(threads))
+        _choose_matplotlib_backend()
         if order["env"].get("COURSE_GRADING_GUARD"):
             from autograder.guard.policy import install_from_environment
 
@@ -125,6 +129,18 @@ def _become_kernel(orders: int) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+def _choose_matplotlib_backend() -> None:
+    """Give a matplotlib imported before the fork the backend a cold kernel's import reads from MPLBACKEND: the
+    environment's, or the inline one ipykernel sets. Only the name: the backend itself is imported at the first
+    figure, once the kernel's shell exists, so it hooks into the shell and shows each cell's figures as a cold
+    kernel does. (A matplotlibrc beside the notebook is not read, as it would be by a cold kernel's import: a
+    hand-in cannot change how its figures are drawn.)"""
+    if "matplotlib" in sys.modules:
+        import matplotlib
+
+        matplotlib.rcParams["backend"] = os.environ.get("MPLBACKEND") or INLINE_BACKEND
 
 
 def _be_a_main_process() -> None:

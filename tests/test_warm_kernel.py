@@ -27,11 +27,16 @@ SCRIPT = textwrap.dedent('''
 
     FACTS = """
     import inspect, json, multiprocessing, os, sys, traceback, torch
+    pyplot_ready = "matplotlib.pyplot" in sys.modules
+    import matplotlib.pyplot as plt
+    plt.figure()
+    plt.plot([0, 1])  # the inline backend shows it when the cell ends
     inspect.stack(), traceback.format_stack()  # the source of every frame down to the kernel's start
     facts = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(),
              "threads": torch.get_num_threads(), "marker": os.environ.get("WARM_TEST_MARKER"),
              "guard": "COURSE_GRADING_GUARD" in os.environ, "path0": sys.path[:3],
              "optimizers_ready": "torch._dynamo" in sys.modules,  # what a process's first optimizer imports
+             "pyplot_ready": pyplot_ready, "backend": plt.get_backend(),
              "multiprocessing": [multiprocessing.get_start_method(), multiprocessing.current_process().name,
                                  multiprocessing.parent_process() is None]}
     try:
@@ -48,10 +53,12 @@ SCRIPT = textwrap.dedent('''
         kc = km.client()
         kc.start_channels()
         await kc.wait_for_ready(timeout=60)
-        reply = {}
+        reply = {"figures": 0}
         def output(message):
             if message["msg_type"] == "stream" and "FACTS" in message["content"]["text"]:
                 reply.update(json.loads(message["content"]["text"].split("FACTS", 1)[1]))
+            if message["msg_type"] == "display_data" and "image/png" in message["content"]["data"]:
+                reply["figures"] += 1
         await kc.execute_interactive(FACTS, output_hook=output, timeout=60)
         kc.stop_channels()
         await km.shutdown_kernel(now=True)
@@ -89,6 +96,9 @@ def test_the_forked_kernel_is_the_jobs_own_child_with_its_environment_folder_thr
     assert first["threads"] == 1 and first["marker"] == "from the job" and first["guard"]
     assert first["optimizers_ready"] and not second["optimizers_ready"], \
         "the forked kernel makes its first optimizer without importing torch._dynamo (1.2 s); a cold one must"
+    assert first["pyplot_ready"] and not second["pyplot_ready"], "the forked kernel has pyplot imported (about 1 s)"
+    assert first["backend"] == second["backend"] == "module://matplotlib_inline.backend_inline"
+    assert first["figures"] == second["figures"] == 1, "a cell's figure is shown inline when it ends, warm or cold"
     assert first["multiprocessing"] == second["multiprocessing"] == ["fork", "MainProcess", True], \
         "to multiprocessing, the main process of a fresh Python, as a cold kernel is"
     assert "may not read the grader's files" in first["forbidden"]
