@@ -9,6 +9,9 @@ and a memory cap. Its output goes to a log file the grader reads.
 The server also imports torch and ipykernel, and each job forks its notebook's kernel from itself before nbgrader
 starts (autograder.warm_kernel): a kernel ready in a fraction of a second instead of a fresh Python importing
 torch, inside the same sandbox.
+
+The grading run's other nbgrader commands, which run no notebook (generate_feedback, export), fork from the same
+server (`command`), unsandboxed: two seconds of imports saved each, and one per assignment.
 """
 from __future__ import annotations
 
@@ -42,14 +45,7 @@ class Finished:
 
 def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_mb: int) -> None:
     """In the forked process: become the sandbox, then run nbgrader with `argv`."""
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    sys.stdout = os.fdopen(1, "w", buffering=1)
-    sys.stderr = os.fdopen(2, "w", buffering=1)
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(root)
+    _enter(root, env, log_path)
     why_not = sandbox.isolate_network()
     if why_not:
         print(f"sandbox: the network stays reachable ({why_not})", file=sys.stderr)
@@ -80,6 +76,47 @@ def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_
         sys.stdout.flush()
         sys.stderr.flush()
     os._exit(code)
+
+
+def _enter(root: str, env: dict[str, str], log_path: str) -> None:
+    """In a forked process: write to the log, with `env` as the environment, in `root`."""
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(root)
+
+
+def _run_command(argv: list[str], root: str, env: dict[str, str], log_path: str) -> None:
+    """In the forked process: run nbgrader with `argv`, as its command line would, and exit with its code."""
+    _enter(root, env, log_path)
+    code = 0
+    try:
+        from nbgrader.apps.nbgraderapp import NbGraderApp
+        NbGraderApp.launch_instance(argv=argv)
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException as error:  # noqa: BLE001: reported through the log and the exit code
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def command(argv: list[str], root: Path, env: dict[str, str], log_path: Path) -> Finished:
+    """Run `nbgrader <argv>`, a command that runs no student code (generate_feedback, export), in a process forked
+    from the server, and wait for it."""
+    process = context().Process(target=_run_command, args=(argv, str(root), env, str(log_path)), daemon=False)
+    process.start()
+    process.join()
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    log_path.unlink(missing_ok=True)
+    return Finished(process.exitcode, log)
 
 
 def autograde(argv: list[str], root: Path, env: dict[str, str], log_path: Path, memory_mb: int,

@@ -27,7 +27,7 @@ from autograder import autograde_process, handin, preflight
 from autograder.guard.policy import policy_for
 from autograder.gradebook_merge import merge_submission, snapshot, worker_gradebook
 from autograder.ledger import Entry, Ledger, file_hash, release_fingerprint
-from autograder.nbgrader_run import environment, nbgrader
+from autograder.nbgrader_run import environment
 from autograder.paths import REFERENCE, notebook_path
 from autograder.feedback_page import refusal_page
 from autograder.report import write_report
@@ -441,15 +441,28 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             gb.update_or_create_student(student)
     if feedback:
         for assignment in assignments:
-            nbgrader("generate_feedback", assignment, "--force", root=root, quiet=quiet, check=False)
+            forked_nbgrader(root, "generate_feedback", assignment, "--force", quiet=quiet, check=False)
         for outcome in graded:  # nbgrader made no page for what it could not grade: a page that says why
             if outcome.status in ("refused", "unchanged") and outcome.reason and _refused(wanted, outcome):
                 page = notebook_path(root / "feedback" / outcome.student, outcome.assignment).with_suffix(".html")
                 refusal_page(page, outcome.assignment, outcome.student,
                              f"{outcome.points.total:g} / {outcome.points.max_score:g}", outcome.reason)
-        nbgrader("export", f"--to={root / 'grades.csv'}", root=root, quiet=quiet)
+        forked_nbgrader(root, "export", f"--to={root / 'grades.csv'}", quiet=quiet)
         write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
     return graded
+
+
+def forked_nbgrader(root: Path, *args: str, quiet: bool = True, check: bool = True) -> None:
+    """`nbgrader <args>` for the course at `root`, forked from the grading server, where nbgrader is imported
+    already (autograder.autograde_process.command): for the commands that run no notebook."""
+    log = root / GRADING_DIR / "command.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    finished = autograde_process.command([*args, f"--CourseDirectory.root={root}"], root, environment(), log)
+    if not quiet:
+        print(finished.log, end="")
+    if check and finished.returncode != 0:
+        raise RuntimeError(f"`nbgrader {' '.join(args)}` failed with exit code {finished.returncode}\n"
+                           f"{finished.log[-3000:]}")
 
 
 def late_policy(root: Path):
