@@ -83,7 +83,7 @@ def _release_feedback(args) -> None:
         print(f"{assignment}: released through the exchange for {len(released)} students"
               + (f" ({', '.join(released)})" if released else ""))
         if by_hand:
-            print("  not handed in through the exchange (no timestamp.txt), send these pages yourself:")
+            print("  not handed in with nbgrader submit (what its folder lacks is named), send these pages yourself:")
             print("\n".join(f"    {page}" for page in by_hand))
         if failed:
             raise SystemExit(f"nbgrader release_feedback {assignment} failed: {failed}")

@@ -19,19 +19,20 @@ NEEDED = ("timestamp.txt", "submission_secret.txt")  # what nbgrader submit stor
 
 
 def release_feedback(root: Path, assignment: str) -> tuple[list[str], list[str], str]:
-    """Release `assignment`'s feedback through the exchange: (students released, pages to send by hand, nbgrader's
-    last error line when its command failed, else "")."""
+    """Release `assignment`'s feedback through the exchange: (students released, pages to send by hand, each with
+    the files its folder lacks, nbgrader's last error line when its command failed, else "")."""
     released, by_hand, excluded = [], [], []
     folder = root / "feedback"
     for student in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
         pages = sorted((folder / student / assignment).glob("*.html"))
         if not pages:
             continue
-        if all((folder / student / assignment / name).is_file() for name in NEEDED):
+        lacks = [name for name in NEEDED if not (folder / student / assignment / name).is_file()]
+        if not lacks:
             released.append(student)
         else:
             excluded.append(student)
-            by_hand += [page.relative_to(root).as_posix() for page in pages]
+            by_hand += [f"{page.relative_to(root).as_posix()} (no {' or '.join(lacks)})" for page in pages]
     if not released:
         return released, by_hand, ""
     result = nbgrader("release_feedback", assignment, f"--CourseDirectory.student_id_exclude={','.join(excluded)}",

@@ -189,8 +189,11 @@ def test_feedback_reaches_every_student_the_exchange_can_reach(klass, tmp_path):
     assert released.returncode == 0, released.stdout[-2000:] + released.stderr[-2000:]
     assert len(list((exchange / "transformers-from-scratch" / "feedback").glob("*.html"))) == 1
     assert "released through the exchange for 1 students (alice)" in released.stdout, released.stdout
-    for student in ("carol", "erin"):
-        assert f"feedback/{student}/{A}/{A}.html" in released.stdout, released.stdout
+    for student in ("carol", "erin"):  # copied in by hand: neither file
+        assert f"feedback/{student}/{A}/{A}.html (no timestamp.txt or submission_secret.txt)" in released.stdout, \
+            released.stdout
+    # bob's time came with his hand-in (timestamp.txt), the secret did not: the page names only what it lacks
+    assert f"feedback/bob/{A}/{A}.html (no submission_secret.txt)" in released.stdout, released.stdout
 
 
 def test_a_stale_override_is_dropped_and_a_valid_one_kept(tmp_path):
