@@ -50,7 +50,9 @@ def merge_submission(source: Path, target: Gradebook, assignment: str, student: 
             for grade in notebook.grades:
                 into = target.find_grade(grade.name, notebook.name, assignment, student)
                 into.auto_score = grade.auto_score
-                into.needs_manual_grade = grade.needs_manual_grade or into.manual_score is not None
+                # nbgrader's own rule (SaveAutoGrades), on the class gradebook's grade: the job's copy may still
+                # hold a manual score that the run has since dropped as stale (grading.stale_overrides).
+                into.needs_manual_grade = into.manual_score is not None or into.auto_score is None
             for comment in notebook.comments:
                 target.find_comment(comment.name, notebook.name, assignment, student).auto_comment = \
                     comment.auto_comment

@@ -15,6 +15,7 @@ import csv
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -26,6 +27,7 @@ from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
 
 from autograder.demo.submissions import write_submission
+from autograder.gradebook_merge import merge_submission
 from autograder.grading import misplaced, stale_overrides
 from autograder.paths import notebook_path
 from autograder.scores import PENDING
@@ -218,6 +220,21 @@ def test_a_stale_override_is_dropped_and_a_valid_one_kept(tmp_path):
     assert scores == {"check_a": None, "check_b": 1.0, "check_c": 2.0}, scores
     assert any("'check_a' dropped" in note for note in notes) and any("'check_b' kept" in note for note in notes)
     assert len(notes) == 2, notes
+
+    # The job graded a copy made before the drop, where nbgrader flagged every overridden cell for review; once
+    # merged, only the overrides still there ask for a look in formgrader.
+    job = tmp_path / "job.db"
+    shutil.copyfile(tmp_path / "gradebook.db", job)
+    with Gradebook(f"sqlite:///{job}") as gb:
+        for cell in ("check_a", "check_b", "check_c"):
+            grade = gb.find_grade(cell, A, A, "alice")
+            grade.manual_score, grade.needs_manual_grade = 1.0, True
+        gb.db.commit()
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        merge_submission(job, gb, A, "alice")
+        flagged = {cell: gb.find_grade(cell, A, A, "alice").needs_manual_grade
+                   for cell in ("check_a", "check_b", "check_c")}
+    assert flagged == {"check_a": False, "check_b": True, "check_c": True}, flagged
 
 
 def test_everything_under_submitted_that_is_no_hand_in_is_listed_with_what_to_do(tmp_path):
