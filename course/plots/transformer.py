@@ -253,3 +253,17 @@ def show_cross_attention(model, source: str = "HDAGBJEC") -> None:
     plt.show()
     print("Weight each target position puts on the source letter it must write (S - 1 - t), averaged over the "
           f"{T} positions: " + ", ".join(f"head {h} {w:.2f}" for h, w in enumerate(mirrored.tolist())))
+    head, t, s, w = strongest_stray_weight(weights)
+    print(f"The largest weight on a letter two or more places from the one a row writes: {w:.2f}, in head {head}'s "
+          f"row {t}, on column {s}, {abs(s - (S - 1 - t))} places from column {S - 1 - t}, the letter that row writes.")
+
+
+def strongest_stray_weight(weights: torch.Tensor) -> tuple[int, int, int, float]:
+    """weights (n_heads, T, S) with T == S -> (head, row t, column s, weight) of the largest weight any row puts on
+    a source position two or more places from S - 1 - t, the letter it must write (neighbours do not count)."""
+    n_heads, T, S = weights.shape
+    away = (torch.arange(S)[None, :] - (S - 1 - torch.arange(T))[:, None]).abs()  # (T, S)
+    stray = weights.masked_fill(away < 2, float("-inf"))
+    flat = int(stray.flatten().argmax())
+    head, t, s = flat // (T * S), flat // S % T, flat % S
+    return head, t, s, stray[head, t, s].item()
