@@ -1,0 +1,239 @@
+"""Issue 28's statements that only prose carried now have a cell whose output shows them, and the prose quotes that
+output: each test runs the demonstration cell (with the reference in place of the student's functions) and finds
+every number the text quotes in what the cell printed, so text and output cannot drift apart."""
+from __future__ import annotations
+
+import math
+import re
+
+import nbformat
+import pytest
+import torch
+from torch import nn
+
+from autograder.paths import SOURCE, notebook_path
+from tests.notebooks import grade_id
+
+
+def cells_of(notebook: str) -> dict[str, str]:
+    return {grade_id(c): c.source for c in nbformat.read(notebook_path(SOURCE, notebook), as_version=4).cells}
+
+
+def prose(notebook: str, cell: str) -> str:
+    return " ".join(cells_of(notebook)[cell].split())
+
+
+def run_cell(notebook: str, cell: str, capsys, **names) -> str:
+    """What the cell `cell` of `notebook` prints, run with `names` (and torch, nn, math) as its globals."""
+    capsys.readouterr()
+    exec(cells_of(notebook)[cell], {"torch": torch, "nn": nn, "math": math, **names})
+    return capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------------- 01
+
+def test_01s_lone_sine_prose_quotes_what_its_cell_prints(capsys):
+    """'no mix of the other columns can stand in for it': least squares finds the best row a matrix could have;
+    for a sine with its partner it misses nothing, for the lone sine most of it, as the text says."""
+    from autograder.reference.positional_encoding import positional_encoding
+
+    printed = run_cell("01_positional_encoding", "lone_sine", capsys, positional_encoding=positional_encoding)
+    partner, lone = re.findall(r"misses ([\d.]+%) of it at p \+ 2,500", printed)
+    text = prose("01_positional_encoding", "lone_sine_text")
+    assert f"For column 2, a sine with its cosine partner, the best mix misses {partner} of the column" in text
+    assert f"For column 4, the lone sine, it misses {lone}:" in text
+    assert float(partner[:-1]) < 0.1 and float(lone[:-1]) > 50, printed
+    assert "a cell after the checks tries the best mix" in prose("01_positional_encoding", "offset_explain")
+
+
+def test_01s_prose_on_a_small_part_quotes_what_the_lengths_cell_prints(capsys):
+    """'the gradient reaches both parts alike ... but what the smaller part says is lost in the larger one': the
+    largest difference between the two gradients and the cosines of one token at two positions, as printed."""
+    from autograder.reference.positional_encoding import positional_encoding
+
+    printed = run_cell("01_positional_encoding", "lengths", capsys, positional_encoding=positional_encoding)
+    gap = re.search(r"gradient of length [\d.]+; the largest difference between the two: ([\d.]+)", printed).group(1)
+    default = re.search(r"default init: one token at positions 3 and 40, .* is ([\d.]+)", printed).group(1)
+    course = re.search(r"std 1/sqrt\(d_model\): one token at positions 3 and 40, .* is ([\d.]+)", printed).group(1)
+    text = prose("01_positional_encoding", "lengths_text")
+    assert f"the largest difference between the two is {gap}." in text and float(gap) == 0
+    assert f"two vectors whose cosine is {default} (averaged over 1,000 tokens)" in text
+    assert f"With the course's initialisation that cosine is {course}:" in text
+    assert float(default) > 0.99 > float(course), printed
+    assert "shows the gradient and the lost position" in prose("01_positional_encoding", "embedding_explain")
+
+
+# ---------------------------------------------------------------------------------------------------- 04
+
+def test_04s_heads_cost_prose_quotes_what_its_cell_prints(capsys):
+    """'Splitting costs no extra parameters and no extra multiplications ... What grows is the attention weights,
+    h times as many': the counts for 1 and 4 heads, as printed, and the formula 4 (d^2 + d)."""
+    from autograder.reference.attention_block import MultiHeadAttention
+
+    printed = run_cell("04_attention_block", "heads_cost", capsys, MultiHeadAttention=MultiHeadAttention)
+    rows = re.findall(r"(\d) heads?\s*: ([\d,]+) parameters, ([\d,]+) multiply-adds, ([\d,]+) attention weights", printed)
+    (h1, p1, m1, w1), (h4, p4, m4, w4) = rows
+    assert (h1, h4) == ("1", "4") and p1 == p4 and m1 == m4, printed
+    assert int(p1.replace(",", "")) == 4 * (16 ** 2 + 16) and int(w4.replace(",", "")) == 4 * int(w1.replace(",", ""))
+    text = prose("04_attention_block", "heads_cost_text")
+    assert f"Both have {p1} parameters and do {m1} multiply-adds; the 4 heads return {w4} attention weights, " \
+           f"one head {w1}." in text
+    assert "A cell after the checks counts all three." in prose("04_attention_block", "mha_explain")
+
+
+# ---------------------------------------------------------------------------------------------------- 05
+
+def test_05s_layer_cost_prose_quotes_what_its_cell_prints(capsys):
+    """'less arithmetic whenever n < d', and what the four projections add: the multiply-adds as the cell counts
+    them at d = 512."""
+    printed = run_cell("05_transformer", "layer_cost", capsys)
+    rows = {int(n): [float(v.replace(",", "")) for v in values]
+            for n, *values in (line.split() for line in printed.splitlines()[2:])}
+    step, projections, whole, recurrent, ratio = rows[512]
+    assert step == recurrent, "the attention step and the recurrent layer cost the same at n = d"
+    assert rows[64][0] < rows[64][3] and rows[4096][0] > rows[4096][3], "cheaper below n = d, dearer above"
+    assert all(row[4] > 1 for row in rows.values()), "with its projections self-attention costs more at every n"
+    text = prose("05_transformer", "layer_cost_text")
+    assert f"the same at $n = d$ ({step:,.1f} million multiply-adds each at $n = 512$)" in text
+    assert f"{rows[64][4]:.2f} times as much at $n = 64$, {ratio:.2f} at $n = 512$" in text
+
+
+@pytest.fixture(scope="module")
+def reversers():
+    """The notebook's two runs of the tiny reverser (seed 0): REVERSER_STEPS steps, and the graded run's
+    REVERSER_STEPS_GRADED, each with its cross-attention figure's printed lines."""
+    import contextlib
+    import io
+    import os
+
+    import matplotlib.pyplot as plt
+
+    from autograder.reference.transformer import EncoderDecoderTransformer
+    from course.plots import transformer as figure
+
+    printed = {}
+    grading = os.environ.pop("NBGRADER_EXECUTION", None)
+    shown = plt.show
+    plt.show = lambda: None
+    try:
+        for mode in ("full", "graded"):
+            if mode == "graded":
+                os.environ["NBGRADER_EXECUTION"] = "autograde"
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                figure.show_cross_attention(figure.train_tiny_reverser(EncoderDecoderTransformer))
+            printed[mode] = out.getvalue()
+            plt.close("all")
+    finally:
+        plt.show = shown
+        os.environ.pop("NBGRADER_EXECUTION", None)
+        if grading is not None:
+            os.environ["NBGRADER_EXECUTION"] = grading
+    return printed
+
+
+STRAY = (r"The largest weight on a letter two or more places from the one a row writes: ([\d.]+), in head (\d)'s "
+         r"row (\d), on column (\d), (\d) places from column (\d), the letter that row writes\.")
+
+
+def test_05s_far_end_prose_quotes_what_the_figure_prints(reversers):
+    """'and in one row even on the far end of the source': the figure prints the largest weight off a row's letter
+    and its neighbours; the text quotes it for both runs, and 'the far end' is S - 1 places away."""
+    from course.plots.transformer import LENGTH
+
+    text = prose("05_transformer", "reverser_text")
+    weight, head, row, column, away, needs = re.search(STRAY, reversers["full"]).groups()
+    assert int(away) == LENGTH - 1, "the far end of the source: as far from the letter as a column can be"
+    assert (f"for the course's own model it is {weight} in head {head}'s row {row}, on column {column}, the far end of "
+            f"the source from the column {needs} that row writes.") in text
+    graded = re.search(STRAY, reversers["graded"]).groups()
+    assert "80 steps" in text and f"{graded[0]} in head {graded[1]}'s row {graded[2]}, on column {graded[3]}" in text
+
+
+def test_the_stray_weight_is_the_largest_two_or_more_places_from_the_mirrored_letter():
+    from course.plots.transformer import strongest_stray_weight
+
+    weights = torch.eye(4).flip(-1).repeat(2, 1, 1) * 0.6  # (2, 4, 4): 0.6 on the mirrored letter
+    weights[0, 0, 2] = 0.3  # a neighbour of row 0's letter (column 3): not counted
+    weights[1, 2, 3] = 0.2  # row 2 writes column 1: column 3 is two places away
+    weights[0, 1, 0] = 0.1  # row 1 writes column 2: column 0 is two places away, but smaller
+    assert strongest_stray_weight(weights) == (1, 2, 3, pytest.approx(0.2))
+
+
+# ---------------------------------------------------------------------------------------------------- 07
+
+def test_first_repeat_finds_the_first_window_read_twice():
+    from course.greedy_loop import first_repeat
+
+    assert first_repeat([5, 1, 2, 3, 1, 2, 3, 1, 2, 3], reads=3) == (7, 3)  # ids[4:7] == ids[1:4]
+    assert first_repeat([5, 1, 2, 3, 1, 2, 3, 1, 2, 3], reads=4) == (8, 3)  # ids[4:8] == ids[1:5]
+    assert first_repeat([7, 7, 7, 7], reads=2) == (3, 1)
+    assert first_repeat([1, 2, 3, 1, 2, 4, 1, 2, 5], reads=3) is None  # '1 2' comes back, never three ids in a row
+    assert first_repeat([1, 2, 3, 1, 2, 4, 1, 2, 5], reads=2) == (5, 3)
+    assert first_repeat(list(range(50)), reads=1) is None
+    assert first_repeat([4, 4], reads=2) is None, "both windows must be whole"
+
+
+class Writes(nn.Module):
+    """A stand-in language model over `vocab` ids: its next token is (last + 1) % period, greedily."""
+
+    def __init__(self, period: int, vocab: int, max_len: int = 128):
+        super().__init__()
+        self.period, self.vocab = period, vocab
+        self.embedding = nn.Module()
+        self.embedding.max_len = max_len
+        self.weight = nn.Parameter(torch.zeros(1))
+
+    def forward(self, tokens):
+        assert tokens.shape[-1] <= self.embedding.max_len
+        return nn.functional.one_hot((tokens + 1) % self.period, self.vocab).float()
+
+
+class Vocab:
+    def encode(self, tokens):
+        return [0] * len(tokens)
+
+    def decode(self, ids):
+        return [f"<{i}>" for i in ids]
+
+
+@pytest.mark.parametrize("grading", [False, True], ids=["student", "graded"])
+@pytest.mark.parametrize("period", [7, 10_000])
+def test_07s_greedy_loop_prose_quotes_what_its_cell_prints(period, grading, monkeypatch, capsys):
+    """07's text says what the greedy-loop cell does (how many tokens in each mode, how many it reads); the cell
+    prints the loop when there is one (a model that counts round 7 ids) and says so when there is none."""
+    from autograder.reference.shakespeare import tokenize
+    from autograder.reference.transformer import generate
+    from course.greedy_loop import report_greedy_loop
+    from course.notebook_setup import under_grading
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    if grading:
+        monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    printed = run_cell("07_shakespeare", "greedy_loop", capsys, history={}, model=Writes(period, 10_000),
+                       vocab=Vocab(), tokenize=tokenize, generate=generate, device=torch.device("cpu"),
+                       CONFIG={"max_len": 128}, report_greedy_loop=report_greedy_loop, under_grading=under_grading)
+    written, reads = re.search(r"Greedy, ([\d,]+) tokens: .*? the same (\d+) tokens", printed).groups()
+    text = prose("07_shakespeare", "samples_text")
+    assert f"reads up to the last {reads} tokens (its `max_len`)" in text and f"the {reads} tokens it reads" in text
+    if grading:  # 'too few for a window of 128 to come back': the prompt (2 ids) and these cannot hold two windows
+        assert f"(while the notebook is graded, only for {written}: too few for a window of {reads} to come back" in text
+        assert 2 + int(written) <= int(reads) and "never read the same 128 tokens twice" in printed
+    else:
+        assert f"goes on greedily for {written} tokens" in text and "did not come within those tokens" in text
+        if period == 7:  # ids 0 0 1 2 ... 6 0 1 ...: from id 8 on each equals the one 7 before; 128 in a row end at 136
+            assert "after writing 134 tokens the model read the same 128 tokens as 7 tokens earlier" in printed
+            assert "The stretch it repeats: '<" in printed
+        else:
+            assert "never read the same 128 tokens twice" in printed
+
+
+def test_07s_prose_under_the_training_figure_names_the_windows_of_both_modes():
+    """'on all the validation windows' held only outside grading: the text names both, the graded count as
+    train_run sets it."""
+    cells = cells_of("07_shakespeare")
+    graded = re.search(r"MINUTES, STEPS, BATCH, EVAL_WINDOWS = [\d, ]+, (\d+)\n", cells["train_run"]).group(1)
+    assert "val_windows[:EVAL_WINDOWS] if under_grading() else val_windows" in cells["train_plot"]
+    text = prose("07_shakespeare", "overfitting_text")
+    assert f"(on the windows its legend names: all of them, or the first {graded} while the notebook is graded)" in text
+    assert "(on all the validation windows)" not in text and "yours hesitates among fewer" not in text
