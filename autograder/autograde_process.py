@@ -58,16 +58,9 @@ def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_
 
     signal.signal(signal.SIGTERM, stop)
     sandbox.end_with_parent()  # the forkserver ends with the grading run; this job, and all it started, with it
-    code = 0
     warm_kernel.fork_waiting_kernel()  # now, while this process has one thread: nbgrader starts more
     try:
-        from nbgrader.apps.nbgraderapp import NbGraderApp
-        NbGraderApp.launch_instance(argv=argv)
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    except BaseException as error:  # noqa: BLE001: reported through the log and the exit code
-        print(f"{type(error).__name__}: {error}", file=sys.stderr)
-        code = 1
+        code = _launch_nbgrader(argv)
     finally:
         warm_kernel.discard()
         ended = sandbox.kill_descendants()
@@ -76,6 +69,19 @@ def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_
         sys.stdout.flush()
         sys.stderr.flush()
     os._exit(code)
+
+
+def _launch_nbgrader(argv: list[str]) -> int:
+    """nbgrader's command line with `argv`, in this process; its exit code (1 for an uncaught error, printed)."""
+    try:
+        from nbgrader.apps.nbgraderapp import NbGraderApp
+        NbGraderApp.launch_instance(argv=argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException as error:  # noqa: BLE001: reported through the log and the exit code
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _enter(root: str, env: dict[str, str], log_path: str) -> None:
@@ -93,15 +99,8 @@ def _enter(root: str, env: dict[str, str], log_path: str) -> None:
 def _run_command(argv: list[str], root: str, env: dict[str, str], log_path: str) -> None:
     """In the forked process: run nbgrader with `argv`, as its command line would, and exit with its code."""
     _enter(root, env, log_path)
-    code = 0
     try:
-        from nbgrader.apps.nbgraderapp import NbGraderApp
-        NbGraderApp.launch_instance(argv=argv)
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    except BaseException as error:  # noqa: BLE001: reported through the log and the exit code
-        print(f"{type(error).__name__}: {error}", file=sys.stderr)
-        code = 1
+        code = _launch_nbgrader(argv)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
