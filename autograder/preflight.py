@@ -191,7 +191,7 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
         result.fatal = (f"this is notebook {other}, not {release_notebook.stem}: graded 0; "
                         f"ask for {release_notebook.name}")
         return result
-    counts = Counter(nbgrader_metadata(c).get("grade_id") for c in notebook.cells if nbgrader_metadata(c).get("grade_id"))
+    counts = Counter(filter(None, (nbgrader_metadata(c).get("grade_id") for c in notebook.cells)))
     repaired = False
     for grade_id, count in counts.items():
         if count > 1:
@@ -218,7 +218,8 @@ def check(folder: Path, expected_name: str, release_notebook: Path) -> Preflight
         points, given_points = nbgrader_metadata(cell).get("points"), nbgrader_metadata(original).get("points")
         if nbgrader_metadata(original).get("grade") and points != given_points and not _as_released(cell, original):
             result.notes.append(f"the points of '{grade_id}' were changed from {given_points} to {points}; restored")
-        if nbgrader_metadata(original).get("locked") and cell.source != original.source and not _as_released(cell, original):
+        if (nbgrader_metadata(original).get("locked") and cell.source != original.source
+                and not _as_released(cell, original)):
             result.notes.append(f"the locked cell '{grade_id}' was edited; the original restored")
     if repaired:
         shutil.copyfile(path, path.with_name(path.name + REPAIRED))

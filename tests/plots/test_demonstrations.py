@@ -71,7 +71,8 @@ def test_04s_heads_cost_prose_quotes_what_its_cell_prints(capsys):
     from autograder.reference.attention_block import MultiHeadAttention
 
     printed = run_cell("04_attention_block", "heads_cost", capsys, MultiHeadAttention=MultiHeadAttention)
-    rows = re.findall(r"(\d) heads?\s*: ([\d,]+) parameters, ([\d,]+) multiply-adds, ([\d,]+) attention weights", printed)
+    rows = re.findall(r"(\d) heads?\s*: ([\d,]+) parameters, ([\d,]+) multiply-adds, ([\d,]+) attention weights",
+                      printed)
     (h1, p1, m1, w1), (h4, p4, m4, w4) = rows
     assert (h1, h4) == ("1", "4") and p1 == p4 and m1 == m4, printed
     assert int(p1.replace(",", "")) == 4 * (16 ** 2 + 16) and int(w4.replace(",", "")) == 4 * int(w1.replace(",", ""))
@@ -105,7 +106,6 @@ def reversers():
     REVERSER_STEPS_GRADED, each with its cross-attention figure's printed lines."""
     import contextlib
     import io
-    import os
 
     import matplotlib.pyplot as plt
 
@@ -113,23 +113,17 @@ def reversers():
     from course.plots import transformer as figure
 
     printed = {}
-    grading = os.environ.pop("NBGRADER_EXECUTION", None)
-    shown = plt.show
-    plt.show = lambda: None
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # undone after both runs, whatever happens
+        patch.setattr(plt, "show", lambda: None)
+        patch.delenv("NBGRADER_EXECUTION", raising=False)
         for mode in ("full", "graded"):
             if mode == "graded":
-                os.environ["NBGRADER_EXECUTION"] = "autograde"
+                patch.setenv("NBGRADER_EXECUTION", "autograde")
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 figure.show_cross_attention(figure.train_tiny_reverser(EncoderDecoderTransformer))
             printed[mode] = out.getvalue()
             plt.close("all")
-    finally:
-        plt.show = shown
-        os.environ.pop("NBGRADER_EXECUTION", None)
-        if grading is not None:
-            os.environ["NBGRADER_EXECUTION"] = grading
     return printed
 
 
@@ -224,7 +218,8 @@ def test_07s_greedy_loop_prose_quotes_what_its_cell_prints(period, grading, monk
     text = prose("07_shakespeare", "samples_text")
     assert f"reads up to the last {reads} tokens (its `max_len`)" in text and f"the {reads} tokens it reads" in text
     if grading:  # 'too few for a window of 128 to come back': the prompt (2 ids) and these cannot hold two windows
-        assert f"(while the notebook is graded, only for {written}: too few for a window of {reads} to come back" in text
+        assert (f"(while the notebook is graded, only for {written}: too few for a window of {reads} to come back"
+                in text)
         assert 2 + int(written) <= int(reads) and "never read the same 128 tokens twice" in printed
     else:
         assert f"goes on greedily for {written} tokens" in text and "did not come within those tokens" in text
