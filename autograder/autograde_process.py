@@ -33,7 +33,7 @@ def context():
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
         _context.set_forkserver_preload(["autograder.autograde_process", "nbgrader.apps.nbgraderapp",
-                                         *warm_kernel.PRELOAD])
+                                         "autograder.warm_server", *warm_kernel.PRELOAD])
     return _context
 
 
