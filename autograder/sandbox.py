@@ -36,10 +36,10 @@ def become_subreaper() -> bool:
     return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
-def end_with_parent() -> None:
-    """Be sent SIGTERM when the parent process dies (Linux), so a killed grading run leaves nothing running."""
+def end_with_parent(signum: int = signal.SIGTERM) -> None:
+    """Be sent `signum` when the parent process dies (Linux), so a killed grading run leaves nothing running."""
     if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
 
 
 def isolate_network() -> str | None:

@@ -42,6 +42,7 @@ def fork_waiting_kernel() -> None:
     """Fork the copy that will become this job's kernel. Call it while this process runs one thread only.
     Where the machine refuses the fork (out of processes or memory), the kernel starts cold, as it always could."""
     global _waiting
+    job = os.getpid()
     try:
         read, write = os.pipe()
         pid = os.fork()
@@ -50,6 +51,7 @@ def fork_waiting_kernel() -> None:
         return
     if pid == 0:
         os.close(write)
+        _end_with_the_job(job)
         _become_kernel(read)  # never returns
     os.close(read)
     _waiting = _Waiting(pid, write)
@@ -85,6 +87,17 @@ def _read_all(fd: int) -> bytes:
 def _write_all(fd: int, data: bytes) -> None:
     while data:
         data = data[os.write(fd, data):]
+
+
+def _end_with_the_job(job: int) -> None:
+    """Die with the job that forked this copy, however the job ends. A job killed outright (SIGKILL, as when an
+    instructor kills a grading run's process group) cleans up nothing, and the kernel, in a session of its own,
+    is not in that group: without this it would wait for orders forever, holding torch's memory."""
+    from autograder.sandbox import end_with_parent
+
+    end_with_parent(signal.SIGKILL)
+    if os.getppid() != job:  # the job died before the line above
+        os._exit(0)
 
 
 def _become_kernel(orders: int) -> None:

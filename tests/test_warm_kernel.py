@@ -4,10 +4,13 @@ a second kernel, or a kernel of another command, starts cold; an unclaimed copy 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import psutil
 
 import autograder
 from autograder.guard.policy import policy_for
@@ -147,3 +150,40 @@ def test_where_the_fork_is_refused_the_kernel_starts_cold():
                             text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "cold", result.stderr[-2000:]
     assert "the kernel starts cold" in result.stderr
+
+
+def test_the_kernel_dies_with_a_job_killed_outright():
+    """A grading run's process group killed with SIGKILL: the job cleans up nothing, and its kernel, in a session of
+    its own, is outside that group. It must end with the job all the same (before, it waited forever)."""
+    script = textwrap.dedent('''
+        import asyncio, multiprocessing, os, time
+        from autograder import warm_kernel
+        multiprocessing.set_start_method("forkserver")
+        warm_kernel.fork_waiting_kernel()
+        from jupyter_client.manager import AsyncKernelManager
+
+        async def main():
+            km = AsyncKernelManager(kernel_name="python3")
+            await km.start_kernel()
+            kc = km.client()
+            kc.start_channels()
+            await kc.wait_for_ready(timeout=60)
+            print("KERNEL", km.provisioner.pid, flush=True)
+            time.sleep(600)
+
+        asyncio.run(main())
+    ''')
+    job = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=environment(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        while not line.startswith("KERNEL") and job.poll() is None:
+            line = job.stdout.readline()  # the kernel writes here too
+        assert line.startswith("KERNEL"), job.stderr.read()[-3000:]
+        kernel = psutil.Process(int(line.split()[1]))
+        assert kernel.ppid() == job.pid and os.getsid(kernel.pid) == kernel.pid
+        job.kill()
+        job.wait()
+        kernel.wait(timeout=30)  # psutil.TimeoutExpired if it outlives the job
+    finally:
+        job.kill()
