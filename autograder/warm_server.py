@@ -17,7 +17,7 @@ import nbgrader.api  # noqa: F401 (its models must be defined before the mappers
 def warm_up() -> None:
     """Configure the gradebook's mappers and compile the notebook validators a job reads and writes with."""
     configure_mappers()
-    for relaxed in (False, True):  # nbgrader validates strictly; nbconvert's exporter with relaxed properties
+    for relaxed in (False, True):  # nbformat reads and writes strictly; nbconvert's exporters relaxed
         get_validator(nbformat.v4.nbformat, nbformat.v4.nbformat_minor, relax_add_props=relaxed)
 
 
