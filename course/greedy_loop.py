@@ -19,9 +19,9 @@ def first_repeat(ids: Sequence[int], reads: int) -> tuple[int, int] | None:
         i = n - 1  # the id just read
         for P in range(1, i + 1):
             run[P] = run[P] + 1 if ids[i] == ids[i - P] else 0
-        found = [P for P in range(1, n - reads + 1) if run[P] >= reads]
-        if found:
-            return n, found[0]
+        period = next((P for P in range(1, n - reads + 1) if run[P] >= reads), None)
+        if period is not None:
+            return n, period
     return None
 
 

@@ -261,9 +261,8 @@ def show_cross_attention(model, source: str = "HDAGBJEC") -> None:
 def strongest_stray_weight(weights: torch.Tensor) -> tuple[int, int, int, float]:
     """weights (n_heads, T, S) with T == S -> (head, row t, column s, weight) of the largest weight any row puts on
     a source position two or more places from S - 1 - t, the letter it must write (neighbours do not count)."""
-    n_heads, T, S = weights.shape
+    _, T, S = weights.shape
     away = (torch.arange(S)[None, :] - (S - 1 - torch.arange(T))[:, None]).abs()  # (T, S)
     stray = weights.masked_fill(away < 2, float("-inf"))
-    flat = int(stray.flatten().argmax())
-    head, t, s = flat // (T * S), flat // S % T, flat % S
+    head, t, s = (int(i) for i in torch.unravel_index(stray.argmax(), stray.shape))
     return head, t, s, stray[head, t, s].item()
