@@ -312,15 +312,20 @@ class WordList:
 
     def __init__(self, words: list[str]):
         self.words = list(words)
+        self._ids = {}
+        for i, word in enumerate(self.words):
+            self._ids.setdefault(word, i)
 
     def __len__(self) -> int:
         return len(self.words)
 
     def encode(self, tokens: list[str]) -> list[int]:
-        return [self.words.index(t) if t in self.words else 0 for t in tokens]
+        return [self._ids.get(t, 0) if isinstance(t, str) else 0 for t in tokens]
 
     def decode(self, ids) -> list[str]:
-        return [self.words[i] for i in torch.as_tensor(ids).reshape(-1).tolist()]
+        if not (isinstance(ids, list) and all(type(i) is int for i in ids)):  # a tensor, nested lists, numpy
+            ids = torch.as_tensor(ids).reshape(-1).tolist()
+        return [self.words[i] for i in ids]
 
 
 SAMPLES = 5000  # calls of `sample` per distribution
@@ -331,15 +336,17 @@ def next_word_frequencies(sample, model, vocab, prompt: str, temperature: float,
                           samples: int = SAMPLES) -> torch.Tensor:
     """How often each token of `vocab` came right after `prompt` in `samples` calls of sample(..., n_tokens=1):
     (len(vocab),). `vocab` is any vocabulary with len and decode."""
-    tokens = list(vocab.decode(list(range(len(vocab)))))
-    counts = torch.zeros(len(tokens), dtype=torch.float64)
+    place = {}
+    for i, token in enumerate(vocab.decode(list(range(len(vocab))))):
+        place.setdefault(token, i)
+    counts = [0] * len(vocab)
     for _ in range(samples):
         out = sample(model, vocab, prompt, 1, temperature=temperature, top_k=top_k, generator=generator)
-        if not (isinstance(out, str) and out.startswith(prompt) and out[len(prompt):] in tokens):
+        if not (isinstance(out, str) and out.startswith(prompt) and out[len(prompt):] in place):
             raise ValueError(f"sample(model, vocab, {prompt!r}, 1) gave {out!r}: the prompt followed by one token was "
                              "expected.")
-        counts[tokens.index(out[len(prompt):])] += 1
-    return counts / samples
+        counts[place[out[len(prompt):]]] += 1
+    return torch.tensor(counts, dtype=torch.float64) / samples
 
 
 class StoredTokens:

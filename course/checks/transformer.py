@@ -575,11 +575,12 @@ def check_encoder_decoder_transformer(EncoderDecoderTransformer) -> None:
 
 # ---------------------------------------------------------------- generate
 
-class _Context(nn.Module):
-    """Stands where a model's embedding is: `generate` reads `max_len` from it."""
+class _Context:
+    """Stands where a model's embedding is: `generate` reads `max_len` from it. A plain object, not a module, so
+    that the model has no submodules and its train() and eval(), called around every one of the thousands of calls
+    that `sample`'s distributions make, cost one attribute."""
 
     def __init__(self, max_len: int):
-        super().__init__()
         self.max_len = max_len
 
 
@@ -599,14 +600,20 @@ class ToyLanguageModel(nn.Module):
         self.follow = nn.Parameter(follow.clone())
         self.start = nn.Parameter(start.clone())
         self.position = nn.Parameter(position.clone())
-        self.drop = nn.Dropout(p=dropout)
+        self.dropout = dropout  # as nn.Dropout(p=dropout) would apply it, without being a submodule
         self.calls: list[tuple[bool, bool]] = []
+
+    def train(self, mode: bool = True) -> ToyLanguageModel:
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        object.__setattr__(self, "training", mode)  # all that nn.Module.train does for a module without children
+        return self
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         self.calls.append((self.training, torch.is_grad_enabled()))
         T = tokens.shape[-1]
         logits = self.follow[tokens] + self.start[tokens[..., :1]] + self.position[:T]
-        return self.drop(logits)
+        return nn.functional.dropout(logits, self.dropout, self.training) if self.dropout else logits
 
 
 def toy_model(fixture: dict, device=torch.device("cpu"), dtype=torch.float64, dropout: float = 0.0) -> ToyLanguageModel:
