@@ -176,8 +176,11 @@ def test_a_wrong_key_is_refused(tool):
 
 def test_an_expired_token_is_renewed(tool):
     platform, config, gradebook, push = tool
-    platform.platform.registration.token_lifetime = 1
-    platform.pause_before_scores = 2.1  # the token for the grades expires before the first score arrives
+    # A token's `exp` is a whole second (int(time.time()) + lifetime): it lives between lifetime - 1 and lifetime
+    # seconds. A pause longer than the lifetime expires the first one for certain; a renewed one lives at least 3 s,
+    # more than the retried request needs, however loaded the machine.
+    platform.platform.registration.token_lifetime = 4
+    platform.pause_before_scores = 4.1  # the token for the grades expires before the first score arrives
     code, said = run(*push)
     assert code == 0, said
     assert platform.scores_posted(401), "the platform refused the expired token"
