@@ -9,14 +9,14 @@ import importlib.util
 import io
 import re
 import shlex
-import subprocess
 import sys
 
 import pytest
+from nbgrader.apps.nbgraderapp import NbGraderApp
 from traitlets.config import Config, Configurable
+from traitlets.utils.importstring import import_item
 
 from autograder.cli import main
-from autograder.nbgrader_run import environment
 from autograder.paths import ROOT
 from course.about import NOTEBOOKS, VERSION
 
@@ -97,11 +97,13 @@ def config_problem(line: str) -> str:
 @functools.cache
 def nbgrader_options(subcommand: str) -> frozenset[str]:
     """The flags and `--Class.trait` options that `nbgrader <subcommand> --help-all` lists (`subcommand` may be a
-    nested one: "db assignment add")."""
-    shown = subprocess.run([sys.executable, "-m", "nbgrader", *subcommand.split(), "--help-all"], capture_output=True,
-                           text=True, env=environment(), cwd=ROOT, timeout=120)
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    return frozenset(re.findall(r"^(--[\w.-]+)", shown.stdout, flags=re.M))
+    nested one: "db assignment add"). The help is nbgrader's own, written here by the method `--help-all` calls
+    (traitlets' emit_help): the same lines as the command prints, without a Python started per subcommand."""
+    app = NbGraderApp
+    for word in subcommand.split():
+        app = app.subcommands[word][0]
+        app = import_item(app) if isinstance(app, str) else app
+    return frozenset(re.findall(r"^(--[\w.-]+)", "\n".join(app().emit_help(classes=True)), flags=re.M))
 
 
 def nbgrader_option_problems(command: str) -> list[str]:
