@@ -9,7 +9,6 @@ import importlib.util
 import io
 import re
 import shlex
-import sys
 
 import pytest
 from nbgrader.apps.nbgraderapp import NbGraderApp
