@@ -17,7 +17,6 @@ other http(s) address git might try is rewritten to a path that does not exist.
 from __future__ import annotations
 
 import fcntl
-import functools
 import importlib.metadata
 import json
 import os
@@ -25,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import textwrap
 import venv
@@ -109,7 +109,8 @@ def _link_from_project(installed: importlib.metadata.Distribution) -> None:
     What a wheel puts outside site-packages (console scripts, which start the project's Python; shared data) stays
     out. Where the two folders cannot share files, the files are copied."""
     source = Path(installed.locate_file(""))
-    target = _runtime_site_packages()
+    # The runtime is a venv of this very Python (create()), so this Python's venv scheme names its site-packages.
+    target = Path(sysconfig.get_path("purelib", "venv", vars={"base": str(RUNTIME), "platbase": str(RUNTIME)}))
     for entry in installed.files or []:
         if ".." in entry.parts or not (source / entry).is_file():
             continue
@@ -118,12 +119,6 @@ def _link_from_project(installed: importlib.metadata.Distribution) -> None:
             os.link(source / entry, target / entry)
         except OSError:
             shutil.copy2(source / entry, target / entry)
-
-
-@functools.cache
-def _runtime_site_packages() -> Path:
-    return Path(subprocess.run([str(RUNTIME_PYTHON), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               check=True, capture_output=True, text=True).stdout.strip())
 
 
 def _pip(*args: str, python: Path = RUNTIME_PYTHON) -> None:

@@ -69,5 +69,6 @@ def test_a_job_inherits_nbgraders_metadata_schema_compiled_once(inherited):
 
 
 def test_the_compiled_schema_refuses_what_jsonschema_refuses(inherited):
+    assert inherited["schemas_compiled"][0] is not None, "the job validated with jsonschema's own, not the server's"
     said = inherited["bad_cell"]
     assert said["server"] == said["jsonschema"] == ("'many' is not of type 'number'", ["points"]), said
