@@ -80,7 +80,8 @@ def test_04s_heads_cost_prose_quotes_what_its_cell_prints(capsys):
     assert (f"Both have {p1} parameters and do the same number of multiply-adds (how many depends a little on how your "
             f"`forward` is written, never on the number of heads); the 4 heads return {w4} attention weights, one head "
             f"{w1}.") in text
-    assert "A cell after the checks counts all three." in prose("04_attention_block", "mha_explain")
+    pointer = prose("04_attention_block", "mha_explain").count("A cell after the checks counts all three.")
+    assert pointer == 1, f"mha_explain should point to the counting cell once, not {pointer} times"
 
 
 # ---------------------------------------------------------------------------------------------------- 05
