@@ -36,6 +36,25 @@ def _copy_of_weights(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: value.detach().clone() for name, value in model.state_dict().items()}
 
 
+def _estimate(steps: int, seconds: float, max_steps: int, minutes: float | None) -> str:
+    """One line: how long the first `steps` steps took and, at that pace, all `max_steps` (or the time budget)."""
+    total = seconds / steps * max_steps
+    line = (f"The first {steps} steps took {seconds:.0f} s: at this pace the {max_steps:,} planned steps take about "
+            f"{_duration(total)} on this machine, validation not counted.")
+    if minutes is not None and total > 60 * minutes:
+        line += f" The {minutes:g}-minute budget ends training before that."
+    return line
+
+
+def _duration(seconds: float) -> str:
+    """'40 seconds', '1 minute', '12 minutes', '1.5 hours': rounded as a person would say it."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} seconds"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} minutes"
+    return f"{seconds / 3600:.1f} hours"
+
+
 def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunks: torch.Tensor,
                          evaluate: Callable[[nn.Module, torch.Tensor, int], float], *, max_steps: int,
                          minutes: float | None = None, batch_size: int = 16, lr: float = 3e-3,
@@ -43,15 +62,19 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
                          device: torch.device | None = None, seed: int = 0,
                          after_step: Callable[[int, float], None] | None = None,
                          weight_decay: float = 0.01, keep_best: bool = True, patience: int | None = None,
-                         after_eval: Callable[[int, float], None] | None = None) -> dict:
+                         after_eval: Callable[[int, float], None] | None = None,
+                         estimate_after: int | None = 20) -> dict:
     """Train `model` for next-token prediction on random batches of training windows.
 
     train_chunks, val_chunks: LongTensors (N, seq_len); each step draws batch_size training windows w and
     trains on w[:, :-1] -> w[:, 1:] with AdamW (weight_decay as given; the learning rate rises linearly over
     warmup_steps, then stays at lr). Every eval_every steps, and at the end, `evaluate(model, windows, batch_size)`
-    scores the first eval_windows validation windows. Training stops after max_steps or after `minutes` of wall
-    time, whichever comes first, or early: with `patience` set, once that many validations in a row have not
-    beaten the best score (one printed line says so; None never stops early).
+    scores the first eval_windows validation windows. Training stops after max_steps, the planned steps; sooner
+    when `minutes` of training time are spent (None: no time limit), when `patience` validations in a row have not
+    beaten the best score (None never stops early), or on a KeyboardInterrupt (the notebook's stop button), which
+    ends training but not the function. Each early end prints one line that says how many of the planned steps ran.
+    After `estimate_after` steps (None: never) one printed line says how long the first steps took and how long
+    all the planned steps will take at that pace.
 
     With keep_best (the default) the weights of the best validation score are copied when it is reached, and
     restored at the end when a later step scored worse (one printed line says so): the model comes back with
@@ -65,8 +88,9 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
     Returns a history: {"step": [...], "train": [...]} (the loss of every step), {"eval_step": [...],
     "val": [...]} (the validation scores, on "eval_windows" windows), "best_step" and "best_val" (the best of
     them: the weights the model ends with under keep_best), "restored" (True when those weights were put back),
-    "stopped_early" (True when patience ended the run), "seconds" of training (validation excluded), "tokens"
-    trained on and "tokens_per_second".
+    "stopped_early" (True when patience ended the run), "interrupted" (True when a KeyboardInterrupt did),
+    "planned_steps" (max_steps), "seconds" of training (validation excluded), "tokens" trained on and
+    "tokens_per_second".
     """
     if patience is not None and patience < 1:
         raise ValueError(f"patience counts validations without improvement: at least 1, or None (got {patience})")
@@ -78,7 +102,8 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
     draw = torch.Generator().manual_seed(seed)
     held_out = val_chunks[:eval_windows]
     history = {"step": [], "train": [], "eval_step": [], "val": [], "eval_windows": len(held_out), "seconds": 0.0,
-               "tokens": 0, "best_step": None, "best_val": math.nan, "restored": False, "stopped_early": False}
+               "tokens": 0, "best_step": None, "best_val": math.nan, "restored": False, "stopped_early": False,
+               "interrupted": False, "planned_steps": max_steps}
     best_weights = None
     since_best = 0  # validations in a row that did not beat the best score
 
@@ -111,41 +136,53 @@ def train_language_model(model: nn.Module, train_chunks: torch.Tensor, val_chunk
     bar = progress(max_steps, "training")
     val_loss = float("nan")
     started = time.perf_counter()
-    for step in bar:
-        for group in optimizer.param_groups:
-            group["lr"] = lr * min(1.0, (step + 1) / max(1, warmup_steps))
-        windows = _to_device(train_chunks[torch.randint(len(train_chunks), (batch_size,), generator=draw)],
-                             model_device)
-        inputs, targets = windows[:, :-1], windows[:, 1:]
-        logits = model(inputs)  # (B, seq_len - 1, vocab_size)
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # (B * (seq_len - 1), V) vs (B * (seq_len - 1),)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        history["step"].append(step + 1)
-        unread.append(loss.detach())
-        history["tokens"] += targets.numel()
-        due = (step + 1) % eval_every == 0
-        read = due or time.perf_counter() - last_read >= READ_EVERY_SECONDS
-        if read:
-            read_losses()  # waits for the queued steps, so that they count as training time
-        paused = time.perf_counter()
-        if due:
-            val_loss = validate(step + 1)
-        if after_step is not None:
-            after_step(step + 1, paused - started)
-        started += time.perf_counter() - paused  # validation and the hooks are not training time
-        if read:  # the validation loss once there is one
-            shown = {"train": f"{history['train'][-1]:.3f}"} | ({} if math.isnan(val_loss) else {"val": f"{val_loss:.3f}"})
-            bar.set_postfix(shown, refresh=False)
-        if patience is not None and since_best >= patience:
-            history["stopped_early"] = True
-            print(f"Stopped early after {step + 1} steps: validation has not improved for {since_best} evaluations "
-                  f"(best {history['best_val']:.3f} at step {history['best_step']}).")
-            break
-        if minutes is not None and time.perf_counter() - started > 60 * minutes:
-            print(f"Stopped after {step + 1} steps: the {minutes:g}-minute budget is spent.")
-            break
+    try:
+        for step in bar:
+            for group in optimizer.param_groups:
+                group["lr"] = lr * min(1.0, (step + 1) / max(1, warmup_steps))
+            windows = _to_device(train_chunks[torch.randint(len(train_chunks), (batch_size,), generator=draw)],
+                                 model_device)
+            inputs, targets = windows[:, :-1], windows[:, 1:]
+            logits = model(inputs)  # (B, seq_len - 1, vocab_size)
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # (B * (seq_len - 1), V) vs (B * (seq_len - 1),)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            history["step"].append(step + 1)
+            unread.append(loss.detach())
+            history["tokens"] += targets.numel()
+            due = (step + 1) % eval_every == 0
+            read = due or time.perf_counter() - last_read >= READ_EVERY_SECONDS
+            if read:
+                read_losses()  # waits for the queued steps, so that they count as training time
+            paused = time.perf_counter()
+            if step + 1 == estimate_after and max_steps > estimate_after:
+                if not read:
+                    read_losses()
+                    paused = time.perf_counter()
+                bar.write(_estimate(step + 1, paused - started, max_steps, minutes))
+            if due:
+                val_loss = validate(step + 1)
+            if after_step is not None:
+                after_step(step + 1, paused - started)
+            started += time.perf_counter() - paused  # validation and the hooks are not training time
+            if read:  # the validation loss once there is one
+                shown = {"train": f"{history['train'][-1]:.3f}"} | ({} if math.isnan(val_loss) else {"val": f"{val_loss:.3f}"})
+                bar.set_postfix(shown, refresh=False)
+            if patience is not None and since_best >= patience:
+                history["stopped_early"] = True
+                print(f"Stopped early after {step + 1} of the {max_steps:,} planned steps: validation has not improved "
+                      f"for {since_best} evaluations (best {history['best_val']:.3f} at step {history['best_step']}).")
+                break
+            if minutes is not None and time.perf_counter() - started > 60 * minutes and step + 1 < max_steps:
+                print(f"Stopped after {step + 1} of the {max_steps:,} planned steps: the {minutes:g}-minute budget is spent.")
+                break
+    except KeyboardInterrupt:
+        history["interrupted"] = True
+        del history["step"][len(history["train"]) + len(unread):]  # a step cut short before its loss was kept
+        model.train()
+        print(f"Interrupted after {len(history['step'])} of the {max_steps:,} planned steps: the model keeps what it "
+              f"has learned so far.")
     read_losses()
     history["seconds"] = time.perf_counter() - started
     if history["step"] and (not history["eval_step"] or history["eval_step"][-1] != history["step"][-1]):

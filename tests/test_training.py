@@ -96,7 +96,67 @@ def test_patience_stops_the_run_and_says_so(capsys):
     assert all(v > history["best_val"] for v in history["val"][-3:])
     assert score(model) == pytest.approx(history["best_val"], abs=SAME)
     out = capsys.readouterr().out
-    assert f"Stopped early after {history['step'][-1]} steps" in out and "not improved for 3 evaluations" in out
+    assert f"Stopped early after {history['step'][-1]} of the 150 planned steps" in out
+    assert "not improved for 3 evaluations" in out
+
+
+@pytest.mark.every_cpu
+def test_an_interrupted_run_ends_with_its_best_weights_and_says_how_many_steps_ran(capsys):
+    """The stop button (a KeyboardInterrupt) ends training, not the function: the run is validated, its best
+    weights come back, and one line says how many of the planned steps ran."""
+    def stop_at_step_100(step: int, seconds: float) -> None:
+        if step == 100:
+            raise KeyboardInterrupt
+
+    model = tiny_model()
+    history = overfit(model, after_step=stop_at_step_100)
+    assert history["interrupted"] and history["planned_steps"] == 150 and not history["stopped_early"]
+    assert history["step"] == list(range(1, 101)) and len(history["train"]) == 100
+    assert history["eval_step"][-1] == 100 and history["restored"]
+    assert score(model) == pytest.approx(history["best_val"], abs=SAME)
+    assert "Interrupted after 100 of the 150 planned steps" in capsys.readouterr().out
+
+
+def test_the_time_budget_says_how_many_of_the_planned_steps_ran(monkeypatch, capsys):
+    """A run stopped by `minutes` says so, with the planned steps; one that ends at its last step within the
+    budget says nothing of the kind."""
+    import course.training
+
+    clock = iter(range(0, 10**6, 10))  # every reading of the clock is 10 s later than the one before
+    monkeypatch.setattr(course.training.time, "perf_counter", lambda: next(clock))
+    history = overfit(tiny_model(), minutes=2)
+    assert history["step"][-1] < 150 and not history["interrupted"]
+    assert f"Stopped after {history['step'][-1]} of the 150 planned steps: the 2-minute budget is spent." in \
+        capsys.readouterr().out
+    monkeypatch.undo()
+    overfit(tiny_model(), max_steps=10, minutes=60)
+    assert "budget" not in capsys.readouterr().out
+
+
+def test_the_first_steps_give_an_estimate_of_the_whole_run(monkeypatch, capsys):
+    """After estimate_after steps one line says how long they took and what all the planned steps will take at
+    that pace (validation excluded): with the clock a quarter of a second later at each reading, 20 steps take
+    about 10 s and 150 steps 7.5 times as long; a run of fewer steps prints none."""
+    import re
+
+    import course.training
+
+    clock = iter(x / 4 for x in range(10**6))
+    monkeypatch.setattr(course.training.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(course.training, "READ_EVERY_SECONDS", math.inf)  # a few readings of the clock a step
+    overfit(tiny_model(), estimate_after=20, eval_every=1000)
+    took, total = re.search(r"The first 20 steps took (\d+) s: at this pace the 150 planned steps take about "
+                            r"(\d+) seconds on this machine, validation not counted", capsys.readouterr().out).groups()
+    assert 8 <= int(took) <= 20 and abs(int(total) - 7.5 * int(took)) <= 7.5 * 0.5 + 1, (took, total)
+    overfit(tiny_model(), max_steps=20, estimate_after=20)
+    assert "The first" not in capsys.readouterr().out
+
+
+def test_durations_read_as_a_person_says_them():
+    from course.training import _duration
+
+    assert [_duration(s) for s in (0.2, 40, 89, 90, 600, 89 * 60, 90 * 60, 5400 + 1800)] == \
+        ["1 seconds", "40 seconds", "89 seconds", "2 minutes", "10 minutes", "89 minutes", "1.5 hours", "2.0 hours"]
 
 
 def test_a_run_that_never_overfits_keeps_its_last_weights(capsys):
