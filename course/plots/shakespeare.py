@@ -30,20 +30,21 @@ def show_token_frequencies(counts: torch.Tensor, vocab, labelled=(1, 5, 50, 500,
 
 
 def show_language_model_training(history: dict, baselines: dict, final: float, smooth: int = 50,
-                                  final_label: str = "your model, all validation windows") -> None:
+                                  final_label: str = "your model, all validation windows",
+                                  title: str = "learning Shakespeare: training and validation loss") -> None:
     """Training loss (mean of `smooth` steps) and validation loss against the step, drawn together so that one sees
     where they part, with the baselines' losses and the final validation loss as horizontal lines. history as returned
     by course.training.train_language_model; baselines: {name: nats per token}; final_label names the final
     validation loss (what was scored, on which windows). Where the history has a best
     validation (`best_step`, `best_val`) it is marked, and the steps after it, where validation no longer improved,
-    are shaded."""
+    are shaded. `title` names the run. The legend sits below the axes, where it can hide no line and no mark."""
     import math
 
     steps = torch.tensor(history["step"], dtype=torch.float64)
     losses = torch.tensor(history["train"], dtype=torch.float64)
     window = max(1, min(smooth, len(losses)))
     smoothed = losses.unfold(0, window, 1).mean(1)
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = plt.subplots(figsize=(8, 5.6))
     ax.plot(steps[window - 1:], smoothed, color="tab:blue", label=f"training loss (mean of {window} steps)")
     ax.plot(history["eval_step"], history["val"], "o-", color="tab:orange", markersize=3,
             label=f"validation loss ({history['eval_windows']} windows)")
@@ -67,7 +68,7 @@ def show_language_model_training(history: dict, baselines: dict, final: float, s
     top = max(max(baselines.values()) + 1.0, final + 0.5, *(v + 0.2 for v in history["val"]))
     bottom = min(smoothed.min().item(), final, *baselines.values(), *history["val"]) - 0.3  # every line on the chart
     ax.set(xlabel="step", ylabel="nats per token", ylim=(bottom, top),
-           title="learning Shakespeare: training and validation loss")
-    ax.legend(fontsize=8)
+           title=title)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
     plt.show()

@@ -240,3 +240,70 @@ def test_07s_prose_under_the_training_figure_names_the_windows_of_both_modes():
     text = prose("07_shakespeare", "overfitting_text")
     assert f"(on the windows its legend names: all of them, or the first {graded} while the notebook is graded)" in text
     assert "(on all the validation windows)" not in text and "yours hesitates among fewer" not in text
+
+
+def overfitting_run(best_step: int, best: float, last: float, train_last: float) -> dict:
+    """A history shaped like the experiment's: validation every 10 of 150 steps, falling to `best` and climbing to
+    `last`, while the training loss falls to `train_last`."""
+    eval_steps = list(range(10, 151, 10))
+    val = [best + (best_step - s) * 0.02 if s <= best_step else best + (last - best) * (s - best_step) / (150 - best_step)
+           for s in eval_steps]
+    return {"step": list(range(1, 151)), "train": [10.0 - (10.0 - train_last) * s / 150 for s in range(1, 151)],
+            "eval_step": eval_steps, "val": val, "eval_windows": 50, "best_step": best_step, "best_val": best,
+            "restored": True, "stopped_early": False}
+
+
+def test_07s_overfitting_charts_name_their_run_and_never_hide_the_best_weights(figures):
+    """The experiment's two charts (its cell run with stand-ins for training) each have a title of their own, which
+    names the run's dropout and weight decay, and the legend's box covers neither the star of the best weights nor
+    any part of the axes."""
+    from course import plots
+
+    runs = {0.0: overfitting_run(50, 5.93, 7.23, 0.18), 0.1: overfitting_run(70, 6.09, 6.75, 1.70)}
+    run_cell_globals = dict(
+        history={}, under_grading=lambda: False, plots=plots, baselines={"unigram": 5.15, "bigram": 4.34},
+        DecoderOnlyTransformer=lambda **config: nn.Linear(1, 1), vocab=range(100), SEQ_LEN=128,
+        train_windows=torch.zeros(20, 128), val_windows=torch.zeros(60, 128), device=torch.device("cpu"),
+        evaluate=lambda model, windows, batch: 6.0,
+        train_language_model=lambda model, *args, weight_decay, **kwargs: runs[weight_decay])
+    exec(cells_of("07_shakespeare")["overfitting_experiment"], {"torch": torch, "nn": nn, **run_cell_globals})
+    assert len(figures) == 2
+    titles = [figure.axes[0].get_title() for figure in figures]
+    assert titles[0] != titles[1], titles
+    assert "dropout 0, weight decay 0" in titles[0] and "dropout 0.3, weight decay 0.1" in titles[1], titles
+    for figure, history in zip(figures, runs.values()):
+        figure.canvas.draw()
+        ax = figure.axes[0]
+        legend = ax.get_legend().get_window_extent()
+        star = ax.transData.transform((history["best_step"], history["best_val"]))
+        assert not legend.contains(*star), f"the legend {legend} hides the best weights' star at {star}"
+        assert not legend.overlaps(ax.get_window_extent()), "the legend covers part of the chart"
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_07s_training_cell_says_when_fewer_steps_ran_than_the_text_describes(interrupted, monkeypatch, capsys):
+    """The text quotes what the CPU's planned steps reach; the training cell (run with a stand-in for training that
+    stops after 250 steps) says how many of them ran and that the text's scores are for the full run. A run of all
+    the planned steps says nothing of the kind."""
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    planned = {}
+
+    def train(model, *args, max_steps, minutes, **kwargs):
+        planned.update(steps=max_steps, minutes=minutes)
+        ran = 250 if interrupted else max_steps
+        return {"step": list(range(1, ran + 1)), "seconds": 60.0, "tokens_per_second": 1000.0,
+                "interrupted": interrupted}
+
+    names = dict(device=torch.device("cpu"), SEQ_LEN=128, under_grading=lambda: False, baselines={"bigram": 4.34},
+                 vocab=range(100), train_windows=None, val_windows=None, evaluate=None, train_language_model=train,
+                 DecoderOnlyTransformer=lambda **config: nn.Linear(1, 1))
+    printed = run_cell("07_shakespeare", "train_run", capsys, **names)
+    steps = planned["steps"]
+    assert planned["minutes"] is None, "a CPU trains by steps, with no time limit unless the student sets one"
+    text = prose("07_shakespeare", "train_text")
+    assert f"On a CPU the model trains for `STEPS` = {steps} steps" in text and f"are for all {steps}." in text
+    assert f"{steps:,} steps." in printed.splitlines()[0]
+    if interrupted:
+        assert f"Only 250 of the {steps:,} planned steps ran" in printed and "its scores are for the full run" in printed
+    else:
+        assert "planned steps ran" not in printed
