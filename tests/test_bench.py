@@ -62,8 +62,13 @@ def _device_branches(tree: ast.Module) -> dict[str, dict]:
 def test_shakespeare_bench_trains_the_notebooks_configuration_for_each_device():
     bench = _bench("shakespeare")
     train = _cell("07_shakespeare", "train_run")
-    assert _first_values(train)["MINUTES"] == 10
-    for kind, values in _device_branches(train).items():
+    branches = _device_branches(train)
+    assert (branches["cpu"]["STEPS"], branches["cpu"]["MINUTES"]) == (bench.CPU_STEPS, None), \
+        "a CPU trains for the steps bench/README.md measures, with no time limit"
+    assert branches["cuda"]["MINUTES"] == bench.GPU_MINUTES
+    assert _keyword(train, "train_language_model", "max_steps") == "STEPS"
+    assert _keyword(train, "train_language_model", "minutes") == "MINUTES"
+    for kind, values in branches.items():
         settings = bench.SETTINGS[kind]
         config = {name: values.get(value, value) if isinstance(value, str) else value  # DROPOUT -> its value
                   for name, value in values["CONFIG"].items()}
@@ -110,6 +115,15 @@ def test_shakespeare_bench_reports_best_and_final_at_each_checkpoint(monkeypatch
     header, row = [line for line in out.splitlines() if line.startswith("| ")]
     assert "best & final, at 0.01 / 0.02 min" in header
     assert row.count(" & ") == 2 and "| cpu |" in row
+    monkeypatch.setattr(bench, "CPU_STEPS", 6)
+    monkeypatch.setattr(sys, "argv", ["shakespeare.py", "--threads", "1"])  # the CPU's default: by steps, as 07
+    bench.main()
+    out = capsys.readouterr().out
+    assert "2 steps: step 2 after" in out and "4 steps: step 4 after" in out and "6 steps: step 6 after" in out
+    assert "\n6 steps, " in out, "training stops at the last checkpoint"
+    header, row = [line for line in out.splitlines() if line.startswith("| ")]
+    assert "best & final, at 2 / 4 / 6 steps" in header and "1 CPU threads, " in row
+    assert row.count(" min)") == 3, "each checkpoint says how long its steps took"
 
 
 def test_reversal_profile_accounts_for_every_phase_of_the_step(monkeypatch, capsys):
