@@ -24,12 +24,20 @@ def pytest_configure(config):
         torch.set_num_threads(threads)
 
 
+def pytest_report_header(config):
+    """Which of PyTorch's CPU kernels this run computes with (ATEN_CPU_CAPABILITY chooses them; tests/test_every_cpu.py
+    reads this line from the run it starts)."""
+    import torch
+
+    return f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}"
+
+
 # The slowest files first: pytest-xdist hands out whole files in this order, so no long one starts last while the
 # other workers have nothing left to do. The first that reads the demo class builds it; those that read it only once
 # the others are under way come later, so that no worker starts by waiting for it.
 SLOWEST_FIRST = ["test_wild_corpus", "test_adversarial", "test_term", "test_mutants", "test_handin_links",
-                 "test_one_number", "test_source_notebooks", "test_cluster", "test_grading", "test_guides",
-                 "test_lms_collect", "test_feedback_page", "test_demo_class", "test_release"]
+                 "test_one_number", "test_source_notebooks", "test_every_cpu", "test_cluster", "test_grading",
+                 "test_guides", "test_lms_collect", "test_feedback_page", "test_demo_class", "test_release"]
 
 
 def pytest_collection_modifyitems(config, items):

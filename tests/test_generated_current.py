@@ -62,6 +62,7 @@ def test_float_comparison_is_tight_but_not_bit_exact():
         _assert_same("<unk>", "<UNK>", "text is exact")
 
 
+@pytest.mark.every_cpu
 def test_fixtures_are_generated_from_the_current_reference_and_mistakes():
     fixtures = importlib.import_module("autograder.fixtures")
     for module in NOTEBOOKS.values():

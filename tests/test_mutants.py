@@ -25,12 +25,20 @@ ONE_DEVICE = pytest.mark.skipif(len(available_devices()) < 2, reason="only a sec
                                 "can tell this mutant from a correct implementation, and this machine has only the CPU")
 
 
+# Exercises whose hidden test trains a model and judges what it learned: that a correct loop learns enough is a trained
+# number, so these variants run again under another instruction set (tests/test_every_cpu.py). The copies beside a
+# broken reversal_batch train the same loop again and stay out of that second run.
+TRAINED = {"train_reversal"}
+
+
 def _iter_listed(kind: str):
     for module in MUTANT_MODULES:
         listing = importlib.import_module(f"tests.mutants.{module}")
         needs_second_device = getattr(listing, "NEEDS_SECOND_DEVICE", set())
         for exercise, impl in getattr(listing, kind):
             marks = [ONE_DEVICE] if impl in needs_second_device else []
+            if kind == "VARIANTS" and exercise in TRAINED and "_beside_" not in impl.__name__:
+                marks.append(pytest.mark.every_cpu)
             yield pytest.param(module, exercise, impl, id=f"{exercise}-{impl.__name__}", marks=marks)
 
 

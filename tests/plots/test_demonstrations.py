@@ -128,28 +128,39 @@ def reversers():
     return printed
 
 
-FLOAT_PLACE = 0.0101  # one unit in the second decimal place, and the float error of the difference
-STRAY = (r"The largest weight on a letter two or more places from the one a row writes: ([\d.]+), in head (\d)'s "
-         r"row (\d), on column (\d), (\d) places from column (\d), the letter that row writes\.")
+STRAY = r"The largest weight on a letter two or more places from the one a row writes: ([\d.]+), in head (\d)'s row"
+MIRRORED = r"Weight each target position puts on the source letter it must write .*?: (.*)"
+LETTERS_RIGHT = r"On 1000 new sequences: ([\d.]+)% of the letters right"
 
 
-def test_05s_far_end_prose_quotes_what_the_figure_prints(reversers):
-    """'and in one row even on the far end of the source': the figure prints the largest weight off a row's letter
-    and its neighbours; the text quotes it for both runs, and 'the far end' is S - 1 places away."""
-    from course.plots.transformer import LENGTH
+def _bounds(text: str) -> tuple[float, float, float]:
+    """The prose's bounds: the stray weight's ceiling, and each head's share on the right letter in both runs."""
+    stray = re.search(r"In every run we made, on every kind of CPU we tried, it was below ([\d.]+), while each head "
+                      r"put more than ([\d.]+) of its weight, on average over the rows, on the right letter\.", text)
+    graded = re.search(r"cut to 80 steps, .*?there each head puts more than ([\d.]+) of its weight on the right letter, "
+                       r"and the largest weight further away stays below ([\d.]+)\.", text)
+    assert stray and graded, text
+    assert stray[1] == graded[2], "one ceiling for the stray weight in both runs"
+    return float(stray[1]), float(stray[2]), float(graded[1])
 
+
+@pytest.mark.every_cpu
+def test_05s_reverser_prose_holds_for_what_the_figure_prints(reversers):
+    """The cross-attention prose quotes only what every CPU's training gives (issue 38): where the largest stray
+    weight lands differs by instruction set (head 1's row 7 here, head 0's row 0 on an Intel Xeon), so the text gives
+    bounds, and this test holds both runs' printed figures to them. CI runs it again under another instruction set."""
     text = prose("05_transformer", "reverser_text")
-    weight, head, row, column, away, needs = re.search(STRAY, reversers["full"]).groups()
-    assert int(away) == LENGTH - 1, "the far end of the source: as far from the letter as a column can be"
-    quoted = re.search(r"for the course's own model it is ([\d.]+) in head (\d)'s row (\d), on column (\d), the far "
-                       r"end of the source from the column (\d) that row writes\.", text)
-    assert quoted and quoted.groups()[1:] == (head, row, column, needs), text
-    # A trained weight, printed to two places: another CPU's rounding may move it by one in the last place.
-    assert abs(float(quoted[1]) - float(weight)) <= FLOAT_PLACE, (quoted[1], weight)
-    graded = re.search(STRAY, reversers["graded"]).groups()
-    quoted = re.search(r"\(there the last line reads ([\d.]+) in head (\d)'s row (\d), on column (\d)", text)
-    assert "80 steps" in text and quoted and quoted.groups()[1:] == graded[1:4], text
-    assert abs(float(quoted[1]) - float(graded[0])) <= FLOAT_PLACE, (quoted[1], graded[0])
+    assert not re.search(r"in head \d's row \d", text), "a trained weight's place differs from one CPU to the next"
+    assert "teacher forcing" in text and "close to 100%" in text
+    ceiling, full_share, graded_share = _bounds(text)
+    for mode, share in (("full", full_share), ("graded", graded_share)):
+        printed = reversers[mode]
+        stray = float(re.search(STRAY, printed)[1])
+        heads = [float(w) for w in re.findall(r"head \d ([\d.]+)", re.search(MIRRORED, printed)[1])]
+        assert len(heads) == 2 and min(heads) > share, (mode, heads, share)
+        assert stray < ceiling, (mode, stray, ceiling)
+    assert float(re.search(LETTERS_RIGHT, reversers["full"])[1]) >= 99, reversers["full"]
+    assert "80 steps" in text
 
 
 def test_the_stray_weight_is_the_largest_two_or_more_places_from_the_mirrored_letter():
