@@ -10,5 +10,6 @@ from course.plots.attention_block import (random_attention, show_attention_heads
 from course.plots.transformer import (show_encoder_decoder_flow, show_teacher_forcing, show_temperature_and_top_k,  # noqa: F401
                                       train_tiny_reverser, show_cross_attention)
 from course.plots.reversal import (  # noqa: F401
-    compare_teacher_forced_and_prefix, mirror_weights, show_ngram_baselines, show_reversal_training, show_trained_attention)
+    compare_teacher_forced_and_generation, mirror_weights, show_ngram_baselines, show_reversal_training,
+    show_trained_attention)
 from course.plots.shakespeare import show_token_frequencies, show_language_model_training  # noqa: F401

@@ -111,76 +111,115 @@ def show_trained_attention(model, batch: torch.Tensor, half_len: int) -> None:
     print(f"The clearest mirror: layer {layer}, head {head}, with {mirrors[layer][head]:.2f}.")
 
 
-def prefix_accuracy(model, batch: torch.Tensor) -> torch.Tensor:
-    """Next-token accuracy at every predicted position `(T - 1,)` when the model reads, for the prediction of token
-    t + 1, the prefix `batch[:, :t + 1]` alone, as `generate` feeds it: a model that peeks at later tokens during
-    training finds none here. batch: LongTensor (B, T) on the model's device."""
+def write_second_half(model, batch: torch.Tensor, half_len: int) -> torch.Tensor:
+    """The second half a model writes on its own: it reads the first half `batch[:, :half_len]`, takes its most likely
+    next token, appends it and reads again, half_len times, as `generate` does at temperature 0.
+    batch: LongTensor (B, 2 * half_len) on the model's device. Returns LongTensor (B, half_len) on that device."""
     mode = model.training  # put back afterwards
     model.eval()
     try:
         with torch.no_grad():
-            found = [(model(batch[:, :t + 1])[:, -1].argmax(-1) == batch[:, t + 1]).float().mean()
-                     for t in range(batch.shape[1] - 1)]
+            written = batch[:, :half_len]
+            for _ in range(half_len):
+                written = torch.cat([written, model(written)[:, -1].argmax(-1, keepdim=True)], dim=1)
     finally:
         model.train(mode)
-    return torch.stack(found).cpu()
+    return written[:, half_len:]
 
 
-def compare_teacher_forced_and_prefix(models: dict, teacher_forced: dict, batch: torch.Tensor, half_len: int,
-                                      vocab_size: int) -> dict:
+def compare_teacher_forced_and_generation(models: dict, teacher_forced: dict, batch: torch.Tensor, half_len: int,
+                                          vocab_size: int) -> dict:
     """For each model, its accuracy on the first and second halves when it sees the whole sequence at once (the
-    per-position accuracy `teacher_forced[label]` measured above) and when it reads prefixes only; printed as a
-    table and returned as {label: {"teacher-forced": (first, second), "prefixes only": (first, second)}}."""
+    per-position accuracy `teacher_forced[label]` (2 * half_len - 1,) measured above), and what it gets right when it
+    writes the second half itself from the first half of each sequence of `batch` (B, 2 * half_len): the share of
+    tokens, and the share of whole sequences reversed without a mistake. Printed as a table and returned as
+    {label: {"teacher-forced": (first, second), "generated": (tokens, sequences)}}."""
     n = half_len
     table = {}
-    print(f"{'':>16}  {'seeing the whole sequence':>27}  {'reading prefixes only (as generate)':>36}")
-    print(f"{'':>16}  {'first half':>12} {'second half':>14}  {'first half':>18} {'second half':>17}")
+    print(f"{'':>12}  {'seeing the whole sequence':>27}  {'writing the second half itself':>37}")
+    print(f"{'':>12}  {'first half':>12} {'second half':>14}  {'tokens right':>15} {'sequences reversed':>21}")
     for label, model in models.items():
-        whole, prefix = teacher_forced[label].cpu(), prefix_accuracy(model, batch)
+        whole = teacher_forced[label].cpu()
+        right = write_second_half(model, batch, n) == batch[:, n:]  # (B, n)
         table[label] = {"teacher-forced": (whole[:n - 1].mean().item(), whole[n - 1:].mean().item()),
-                        "prefixes only": (prefix[:n - 1].mean().item(), prefix[n - 1:].mean().item())}
-        (a, b), (c, d) = table[label]["teacher-forced"], table[label]["prefixes only"]
-        print(f"{label:>16}  {a:12.1%} {b:14.1%}  {c:18.1%} {d:17.1%}")
-    print(f"(chance: {1 / vocab_size:.0%})")
+                        "generated": (right.float().mean().item(), right.all(1).float().mean().item())}
+        (a, b), (c, d) = table[label]["teacher-forced"], table[label]["generated"]
+        print(f"{label:>12}  {a:12.1%} {b:14.1%}  {c:15.1%} {d:21.1%}")
+    print(f"(chance: {1 / vocab_size:.0%} of the tokens; {batch.shape[0]} test sequences)")
     return table
 
 
-def ngram_second_half_accuracy(order: int, half_len: int, vocab_size: int, train: torch.Tensor,
-                               test: torch.Tensor) -> float:
-    """The second-half accuracy of a count-based n-gram model of `order` (it predicts each token from the
-    order - 1 tokens before it, by the most frequent follower in `train`; an unseen context predicts token 0) on the
-    reversal sequences `test` (B, 2 * half_len). train, test: LongTensors of reversal sequences."""
-    context = order - 1
-    V = vocab_size
+def base_v_codes(tokens: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """tokens LongTensor (..., k) -> (...): each row of k tokens read as one number in base vocab_size, a context's
+    row in a count table."""
+    return (tokens * vocab_size ** torch.arange(tokens.shape[-1] - 1, -1, -1)).sum(-1)
 
-    def codes(sequences: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        windows = sequences.unfold(1, context + 1, 1)  # (B, T - context, order): context, then the next token
-        weights = V ** torch.arange(context - 1, -1, -1)
-        return (windows[..., :-1] * weights).sum(-1), windows[..., -1]
 
-    seen, following = codes(train)
-    counts = torch.bincount((seen * V + following).flatten(), minlength=V ** order).reshape(V ** context, V)
-    wanted, actual = codes(test)
-    guess = counts[wanted].argmax(-1)  # (B, T - context); a context never seen has all-zero counts: token 0
-    first_predicted = context  # windows start at position 0; window i predicts token i + context
-    second = torch.arange(2 * half_len - 1)[half_len - 1:] + 1  # the predicted tokens n .. 2n - 1
-    columns = second - first_predicted
-    hits = (guess[:, columns[columns >= 0]] == actual[:, columns[columns >= 0]]).float()
-    unseen = int((columns < 0).sum())  # positions an n-gram this long cannot even start at: counted as chance
-    return (hits.sum(1).mean().item() + unseen / vocab_size) / len(columns)
+def most_frequent_followers(contexts: torch.Tensor, followers: torch.Tensor,
+                            vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A count table kept sparse: contexts, followers LongTensors (N,) -> (known (K,), best (K,)), the distinct
+    contexts seen, sorted, and the token that followed each most often (the smallest one on a tie)."""
+    rows = int(contexts.max()) + 1
+    if rows <= 100_000:  # small enough for a dense table (rows, vocab_size): counting it is quicker than sorting
+        counts = torch.bincount(contexts * vocab_size + followers, minlength=rows * vocab_size).view(rows, vocab_size)
+        known = counts.any(1).nonzero().squeeze(1)
+        return known, counts[known].argmax(1)
+    pairs, counts = torch.unique(contexts * vocab_size + followers, return_counts=True)  # sorted by context
+    known, group = torch.unique_consecutive(pairs // vocab_size, return_inverse=True)
+    score = counts * vocab_size + (vocab_size - 1 - pairs % vocab_size)  # the most counts first, then the smaller token
+    best = torch.zeros_like(known).scatter_reduce(0, group, score, "amax", include_self=False)
+    return known, vocab_size - 1 - best % vocab_size
+
+
+def look_up(known: torch.Tensor, best: torch.Tensor, wanted: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """wanted LongTensor (B,) of contexts -> (guess (B,), seen (B,)): the table's follower of each context, token 0
+    for a context the table never saw, and whether it saw it."""
+    where = torch.searchsorted(known, wanted).clamp(max=len(known) - 1)
+    seen = known[where] == wanted
+    return torch.where(seen, best[where], 0), seen
+
+
+def ngram_second_half(order: int | None, half_len: int, vocab_size: int, train: torch.Tensor,
+                      test: torch.Tensor) -> tuple[float, float]:
+    """(accuracy, unseen) of a count-based model on the second half of the reversal sequences `test` (B, 2 * half_len),
+    counted on `train` (N, 2 * half_len). An n-gram of `order` predicts each token from the order - 1 tokens before it,
+    wherever they stand; order None is a table over the whole prefix, one for each position. Each predicts the
+    follower counted most often, token 0 for a context never seen. A position an n-gram this long cannot start at
+    counts as chance, 1 / vocab_size. unseen: the share of its predictions whose context never occurs in train."""
+    V, n = vocab_size, half_len
+    if order is not None:
+        windows = train.unfold(1, order, 1)  # (N, 2n - order + 1, order): a context, then its follower
+        table = most_frequent_followers(base_v_codes(windows[..., :-1], V).flatten(), windows[..., -1].flatten(), V)
+    hits, unseen, made = 0.0, 0, 0
+    for p in range(n, 2 * n):  # the index of the predicted token
+        start = 0 if order is None else p - (order - 1)
+        if start < 0:
+            hits += 1 / V
+            continue
+        if order is None:
+            table = most_frequent_followers(base_v_codes(train[:, :p], V), train[:, p], V)
+        guess, seen = look_up(*table, base_v_codes(test[:, start:p], V))
+        hits += (guess == test[:, p]).float().mean().item()
+        unseen, made = unseen + int((~seen).sum()), made + len(test)
+    return hits / n, unseen / max(made, 1)
 
 
 def show_ngram_baselines(reversal_batch, half_len: int, vocab_size: int, transformer_second_half: float,
-                         orders=(2, 3, 4, 5), n_train: int = 50_000, seed: int = 0) -> dict:
-    """What an n-gram model reaches on the second half of the reversal task: it sees only the last order - 1 tokens,
-    and token t + 1 of the second half is token 2n - 2 - t, 2t - 2n + 2 places back. Prints each order's accuracy
-    beside the Transformer's and returns {order: accuracy}."""
+                         orders=(2, 3, 4, 5, 6, 8, 12), n_train: int = 50_000, seed: int = 0) -> dict:
+    """What count-based models reach on the second half of the reversal task: an n-gram sees only the last order - 1
+    tokens, and token t + 1 of the second half is token 2n - 2 - t, 2t - 2n + 2 places back; a table over the whole
+    prefix sees everything, but only the prefixes it has counted. Prints each one's accuracy and its share of
+    contexts never seen in training beside the Transformer's, and returns {order: (accuracy, unseen)}, with the key
+    None for the whole prefix."""
     g = torch.Generator().manual_seed(seed)
     train = reversal_batch(n_train, half_len, vocab_size, generator=g)
     test = reversal_batch(5_000, half_len, vocab_size, generator=g)
-    found = {order: ngram_second_half_accuracy(order, half_len, vocab_size, train, test) for order in orders}
-    for order, accuracy in found.items():
-        name = {2: "bigram", 3: "trigram"}.get(order, f"{order}-gram")
-        print(f"{name:>8} (reads the last {order - 1} token{'s' if order > 2 else ''}): second half {accuracy:.1%}")
-    print(f"{'your Transformer (reads the whole prefix)':>8}: second half {transformer_second_half:.1%}")
+    found = {order: ngram_second_half(order, half_len, vocab_size, train, test) for order in (*orders, None)}
+    print(f"counted on {n_train:,} sequences, scored on {len(test):,} new ones:")
+    print(f"{'':>25}  {'reads':>20}  {'second half':>11}  {'contexts never seen':>19}")
+    for order, (accuracy, unseen) in found.items():
+        name = "table of whole prefixes" if order is None else {2: "bigram", 3: "trigram"}.get(order, f"{order}-gram")
+        reads = "every token before" if order is None else f"the last {order - 1} token{'s' if order > 2 else ''}"
+        print(f"{name:>25}  {reads:>20}  {accuracy:11.1%}  {unseen:19.1%}")
+    print(f"{'your Transformer':>25}  {'every token before':>20}  {transformer_second_half:11.1%}  {'(no table)':>19}")
     return found

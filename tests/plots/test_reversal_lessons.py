@@ -1,15 +1,17 @@
-"""06's lessons say what their cells print: the model trained without a mask, scored as `generate` feeds it, and
-count-based n-gram models on the reversal task (issue 28: 06 used to call the leaky model 'worthless' at generation,
-which its own numbers contradict)."""
+"""06's lessons say what their cells print: both models writing the second half themselves as `generate` does (issue
+38: the leaky model writes most tokens right but reverses only about half of the sequences), the trained model's
+attention, count-based n-gram models of every length and a table over the whole prefix on the reversal task, and
+Question 8b's shape and answer key."""
 from __future__ import annotations
 
+import math
 import re
 
 import nbformat
 import pytest
 import torch
 
-from autograder.paths import SOURCE, notebook_path
+from autograder.paths import RELEASE, SOURCE, notebook_path
 from autograder.reference.reversal import per_position_accuracy, reversal_batch, train_reversal
 from autograder.reference.transformer import DecoderOnlyTransformer
 from course import plots
@@ -17,11 +19,15 @@ from tests.notebooks import grade_id
 
 VOCAB, HALF = 10, 6
 CONFIG = dict(vocab_size=VOCAB, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=2 * HALF)
+STEPS, BATCH, LR = 1000, 64, 5e-3  # the notebook's training on a CPU
+
+
+def cells(folder=SOURCE) -> dict:
+    return {grade_id(c): c for c in nbformat.read(notebook_path(folder, "06_reversal"), as_version=4).cells}
 
 
 def prose(cell_id: str) -> str:
-    cells = nbformat.read(notebook_path(SOURCE, "06_reversal"), as_version=4).cells
-    return " ".join(next(c for c in cells if grade_id(c) == cell_id).source.split())
+    return " ".join(cells()[cell_id].source.split())
 
 
 class NoMaskTransformer(DecoderOnlyTransformer):
@@ -34,35 +40,144 @@ class NoMaskTransformer(DecoderOnlyTransformer):
         return self.lm_head(self.norm_final(hidden))
 
 
-def test_the_leaky_model_read_by_prefixes_is_as_06_says(one_thread, capsys):
-    """400 steps each (the notebook trains 1000; the picture is the same): seeing the whole sequence the leaky model
-    gets the random first half right; reading prefixes its first half is at chance and its second half mostly
-    right, a little below the masked model's; the masked model scores the same both ways."""
+@pytest.fixture(scope="module", autouse=True)
+def one_thread_here():
+    """Torch on one thread for this module's tests: on a busy two-core machine its threads fight."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def trained(one_thread_here) -> tuple[dict, torch.Tensor]:
+    """06's two models, each trained as its cells train them on a CPU (seed 0, 1000 steps), and its test batch:
+    ({"causal mask": model, "no mask": model}, batch (1000, 12))."""
     models = {}
     for label, cls in (("causal mask", DecoderOnlyTransformer), ("no mask", NoMaskTransformer)):
         torch.manual_seed(0)
         models[label] = cls(**CONFIG)
-        train_reversal(models[label], 400, batch_size=64, half_len=HALF, vocab_size=VOCAB, lr=5e-3)
-    batch = reversal_batch(1000, HALF, VOCAB, generator=torch.Generator().manual_seed(1))
-    table = plots.compare_teacher_forced_and_prefix(
-        models, {label: per_position_accuracy(m, batch) for label, m in models.items()}, batch, HALF, VOCAB)
-    leaky, honest = table["no mask"], table["causal mask"]
-    assert leaky["teacher-forced"][0] > 0.9, "seeing the whole sequence, the first half is right"
-    assert leaky["prefixes only"][0] < 0.15, "reading prefixes, the first half is at chance (10%)"
-    assert 0.6 < leaky["prefixes only"][1] < honest["prefixes only"][1], "the second half: mostly right, a little below"
-    assert honest["prefixes only"] == pytest.approx(honest["teacher-forced"], abs=0.01), "the mask: the same both ways"
+        train_reversal(models[label], STEPS, batch_size=BATCH, half_len=HALF, vocab_size=VOCAB, lr=LR)
+    return models, reversal_batch(1000, HALF, VOCAB, generator=torch.Generator().manual_seed(1))
+
+
+def printed_row(printed: str, label: str) -> list[float]:
+    """The percentages on the line of the printed table that starts with `label`."""
+    line = next(line for line in printed.splitlines() if line.strip().startswith(label))
+    return [float(x) for x in re.findall(r"([\d.]+)%", line)]
+
+
+def quoted_range(text: str, before: str, after: str) -> tuple[int, int]:
+    """The 'lo to hi' whole percentages the prose quotes between `before` and `after`."""
+    found = re.search(rf"{re.escape(before)}\s*(\d+) to (\d+)%?{re.escape(after)}", text)
+    assert found, f"the prose no longer says '{before} .. to ..{after}'"
+    return int(found[1]), int(found[2])
+
+
+@pytest.mark.every_cpu
+def test_06s_generation_numbers_are_what_its_cell_prints(trained, capsys):
+    """Seeing the whole sequence the leaky model gets the random first half right; writing the second half itself it
+    gets the share of tokens and of whole sequences the prose quotes, the masked model all of them, the same both
+    ways."""
+    models, batch = trained
+    teacher_forced = {label: per_position_accuracy(model, batch) for label, model in models.items()}
+    capsys.readouterr()
+    table = plots.compare_teacher_forced_and_generation(models, teacher_forced, batch, HALF, VOCAB)
+    printed = capsys.readouterr().out
+    honest, leaky = printed_row(printed, "causal mask"), printed_row(printed, "no mask")
+    assert [100 * x for pair in table["no mask"].values() for x in pair] == pytest.approx(leaky, abs=0.051)
     text = prose("leak_explain")
+    assert leaky[0] > 90, "seeing the whole sequence, the leaky model gets the first half right"
+    lo, hi = quoted_range(text, "about nine tokens in ten right (", " in our runs on a CPU)")
+    assert lo <= round(leaky[2]) <= hi, f"tokens right: {leaky[2]}% printed, the prose says {lo} to {hi}%"
+    lo, hi = quoted_range(text, "and only", " of the sequences come out reversed without a mistake")
+    assert lo <= round(leaky[3]) <= hi, f"sequences reversed: {leaky[3]}% printed, the prose says {lo} to {hi}%"
+    assert "where the masked model reverses every one" in text and honest[2:] == [100.0, 100.0], honest
+    assert "A model with the mask right scores the same both ways" in text and honest[1] == honest[2]
     assert "worthless" not in text and "a leak does not make a model useless" in text
+    assert all(model.training for model in models.values()), "each model's mode is put back"
+
+
+def test_generation_writes_from_the_models_own_tokens():
+    """A model that always answers 3 writes 3s, whatever the true second half: the loop feeds back its own tokens,
+    and it reads the first half only."""
+    class Threes(torch.nn.Module):
+        def forward(self, tokens):
+            assert tokens.shape[1] < 2 * HALF, "the model never sees the whole sequence"
+            return torch.nn.functional.one_hot(torch.full_like(tokens, 3), VOCAB).float()
+
+    batch = reversal_batch(5, HALF, VOCAB, generator=torch.Generator().manual_seed(0))
+    assert (plots.reversal.write_second_half(Threes(), batch, HALF) == 3).all()
+
+
+@pytest.mark.every_cpu
+def test_06s_attention_weights_are_what_its_figure_prints(trained, figures, capsys):
+    """'every head of the second layer ... (from lo to hi of it), and three heads of the first layer ... (lo to hi),
+    the fourth much less', read from what the figure prints for the notebook's model and batch."""
+    models, batch = trained
+    plots.show_trained_attention(models["causal mask"], batch, HALF)
+    printed = capsys.readouterr().out
+    weights = [[float(w) for w in re.findall(r"head \d+ ([\d.]+)", line)]
+               for line in printed.splitlines() if re.match(r"layer \d+: head", line)]
+    text = prose("attention_text")
+    lo, hi = quoted_range(text.replace("0.", ""), "on the mirror key (from", " of it)")
+    assert all(lo <= round(100 * w) <= hi for w in weights[1]), (weights[1], lo, hi)
+    lo, hi = quoted_range(text.replace("0.", ""), "about half of theirs there (", ")")
+    first = sorted(weights[0])
+    assert all(lo <= round(100 * w) <= hi for w in first[1:]) and 100 * first[0] < lo / 2, (first, lo, hi)
 
 
 def test_06s_ngram_numbers_are_what_its_cell_prints(capsys):
     """The prose quotes 25% for a bigram and a trigram, 38% for a 4-gram and no more for a 5-gram, under a 40%
-    ceiling; the counts are integers, so the numbers are the same on every CPU."""
+    ceiling; then the longer windows: a 6-gram best of all, an 8-gram with unseen contexts, a 12-gram and a table
+    over the whole prefix, whose unseen share is the test first halves missing from training (recomputed here). The
+    counts are integers, so the numbers are the same on every CPU."""
     found = plots.show_ngram_baselines(reversal_batch, HALF, VOCAB, 1.0, n_train=200_000)
     printed = capsys.readouterr().out
-    assert re.search(r"bigram .*second half 24\.\d%", printed) and "4-gram" in printed
+    rows = {name: printed_row(printed, name) for name in ("bigram", "trigram", "4-gram", "5-gram", "6-gram", "8-gram",
+                                                          "12-gram", "table of whole prefixes")}
+    assert [100 * x for x in (*found[2], *found[None])] == pytest.approx(
+        rows["bigram"] + rows["table of whole prefixes"], abs=0.051), "printed as returned"
     text = prose("ngram_text")
-    assert f"A bigram and a trigram get {round(100 * found[2])}%" in text and round(found[2], 2) == round(found[3], 2)
-    assert f"a 4-gram gets {round(100 * found[4])}%" in text and round(100 * found[5]) <= round(100 * found[4])
+    assert f"A bigram and a trigram get {round(rows['bigram'][0])}%" in text and rows["bigram"] == rows["trigram"]
+    assert f"a 4-gram gets {round(rows['4-gram'][0])}%" in text and rows["5-gram"][0] <= rows["4-gram"][0]
     ceiling = 2 / 6 + 4 / 6 / VOCAB
-    assert f"= {round(100 * ceiling)}\\%" in text and found[4] < ceiling and found[5] < ceiling
+    assert f"= {round(100 * ceiling)}\\%" in text and rows["4-gram"][0] < 100 * ceiling > rows["5-gram"][0]
+
+    six, eight, twelve, prefix = rows["6-gram"], rows["8-gram"], rows["12-gram"], rows["table of whole prefixes"]
+    assert f"a 6-gram reaches three of the six and gets {round(six[0])}%, the best of them all" in text
+    assert six[0] == max(row[0] for row in rows.values()) and six[1] < 1, "nearly all its contexts seen"
+    assert (f"the 8-gram meets in new sequences, {round(eight[1])}% never occurred in training, and it gets "
+            f"{round(eight[0])}%") in text
+    assert f"(its other predictions count as chance) and gets {round(twelve[0])}%" in text
+    assert f"a table over the whole prefix, gets {round(prefix[0])}%" in text
+    g = torch.Generator().manual_seed(0)  # show_ngram_baselines' own draw
+    train, test = reversal_batch(200_000, HALF, VOCAB, generator=g), reversal_batch(5_000, HALF, VOCAB, generator=g)
+    codes = lambda batch: (batch[:, :HALF] * VOCAB ** torch.arange(HALF)).sum(1)  # noqa: E731
+    unseen = 100 * (~torch.isin(codes(test), codes(train))).float().mean().item()
+    assert round(unseen, 1) == prefix[1], "the prefix table's unseen contexts are the unseen first halves"
+    assert f"there are $10^{HALF}$ first halves, {round(unseen)}% of the new sequences begin with one" in text
+    key = " ".join(cells()["q8b_ngram_table_size"].source.split())
+    assert f"e^(-0.2) = 0.82: the {round(unseen)}% of new sequences that the cell found unseen" in key
+    assert abs(math.exp(-200_000 / VOCAB ** HALF) - unseen / 100) < 0.01, "the key's estimate agrees with the count"
+    assert f"hence {round(prefix[0])}% for the whole-prefix table" in key
+
+
+def test_question_8b_is_shaped_like_question_8():
+    """After Question 8's hints: a locked prompt, a 2-point written answer with a model answer between the solution
+    markers, and its hints, with the metadata of q8_prompt, q8_floor and hints_q8_floor; the student sees an empty
+    answer cell."""
+    source = cells()
+    ids = list(source)
+    assert ids.index("q8b_prompt") == ids.index("hints_q8_floor") + 1 > ids.index("ngram_baselines")
+    assert ids[ids.index("q8b_prompt"):ids.index("q8b_prompt") + 3] == [
+        "q8b_prompt", "q8b_ngram_table_size", "hints_q8b_ngram_table_size"]
+    for new, model in (("q8b_prompt", "q8_prompt"), ("q8b_ngram_table_size", "q8_floor"),
+                       ("hints_q8b_ngram_table_size", "hints_q8_floor")):
+        assert source[new].cell_type == "markdown"
+        assert source[new].metadata["nbgrader"] == dict(source[model].metadata["nbgrader"], grade_id=new), new
+    assert source["q8b_prompt"].source.startswith("**Question 8b (manually graded).**")
+    answer = source["q8b_ngram_table_size"].source
+    assert answer.startswith("### BEGIN SOLUTION\n") and answer.endswith("\n### END SOLUTION")
+    assert "10^11" in answer and "2n - 2 - t" in answer
+    assert cells(RELEASE)["q8b_ngram_table_size"].source == "YOUR ANSWER HERE"
