@@ -67,18 +67,11 @@ def printed_row(printed: str, label: str) -> list[float]:
     return [float(x) for x in re.findall(r"([\d.]+)%", line)]
 
 
-def quoted_range(text: str, before: str, after: str) -> tuple[int, int]:
-    """The 'lo to hi' whole percentages the prose quotes between `before` and `after`."""
-    found = re.search(rf"{re.escape(before)}\s*(\d+) to (\d+)%?{re.escape(after)}", text)
-    assert found, f"the prose no longer says '{before} .. to ..{after}'"
-    return int(found[1]), int(found[2])
-
-
 @pytest.mark.every_cpu
 def test_06s_generation_numbers_are_what_its_cell_prints(trained, capsys):
     """Seeing the whole sequence the leaky model gets the random first half right; writing the second half itself it
-    gets the share of tokens and of whole sequences the prose quotes, the masked model all of them, the same both
-    ways."""
+    gets about nine tokens in ten but only about half of the sequences, the masked model all of them or nearly, the
+    same both ways. The prose says it in words with bounds that hold on every CPU."""
     models, batch = trained
     teacher_forced = {label: per_position_accuracy(model, batch) for label, model in models.items()}
     capsys.readouterr()
@@ -88,12 +81,13 @@ def test_06s_generation_numbers_are_what_its_cell_prints(trained, capsys):
     assert [100 * x for pair in table["no mask"].values() for x in pair] == pytest.approx(leaky, abs=0.051)
     text = prose("leak_explain")
     assert leaky[0] > 90, "seeing the whole sequence, the leaky model gets the first half right"
-    lo, hi = quoted_range(text, "about nine tokens in ten right (", " in our runs on a CPU)")
-    assert lo <= round(leaky[2]) <= hi, f"tokens right: {leaky[2]}% printed, the prose says {lo} to {hi}%"
-    lo, hi = quoted_range(text, "and only", " of the sequences come out reversed without a mistake")
-    assert lo <= round(leaky[3]) <= hi, f"sequences reversed: {leaky[3]}% printed, the prose says {lo} to {hi}%"
-    assert "where the masked model reverses every one" in text and honest[2:] == [100.0, 100.0], honest
-    assert "A model with the mask right scores the same both ways" in text and honest[1] == honest[2]
+    # The prose's words, and the bounds this test holds them to on every CPU (measured under default, avx2 and
+    # MKL_CBWR=COMPATIBLE: tokens 91.0-91.6%, sequences 53.5-56.0%, the masked model 100% of both).
+    assert "it still gets most tokens right, about nine in ten" in text and 85 <= leaky[2] <= 96, leaky
+    assert "only about half of the sequences come out reversed without a mistake" in text and 35 <= leaky[3] <= 70
+    assert "the masked model reverses all of them, or all but a few" in text and honest[3] >= 99, honest
+    assert "A model with the mask right scores the same both ways" in text and abs(honest[1] - honest[2]) <= 0.5
+    assert not re.search(r"\d+ to \d+%", text), "a trained model's figures differ by CPU: the prose gives words"
     assert "worthless" not in text and "a leak does not make a model useless" in text
     assert all(model.training for model in models.values()), "each model's mode is put back"
 
@@ -112,19 +106,20 @@ def test_generation_writes_from_the_models_own_tokens():
 
 @pytest.mark.every_cpu
 def test_06s_attention_weights_are_what_its_figure_prints(trained, figures, capsys):
-    """'every head of the second layer ... (from lo to hi of it), and three heads of the first layer ... (lo to hi),
-    the fourth much less', read from what the figure prints for the notebook's model and batch."""
+    """'every head of the second layer put more than half ..., three heads of the first layer about half ..., the
+    fourth much less', held to what the figure prints for the notebook's model and batch."""
     models, batch = trained
     plots.show_trained_attention(models["causal mask"], batch, HALF)
     printed = capsys.readouterr().out
     weights = [[float(w) for w in re.findall(r"head \d+ ([\d.]+)", line)]
                for line in printed.splitlines() if re.match(r"layer \d+: head", line)]
     text = prose("attention_text")
-    lo, hi = quoted_range(text.replace("0.", ""), "on the mirror key (from", " of it)")
-    assert all(lo <= round(100 * w) <= hi for w in weights[1]), (weights[1], lo, hi)
-    lo, hi = quoted_range(text.replace("0.", ""), "about half of theirs there (", ")")
-    first = sorted(weights[0])
-    assert all(lo <= round(100 * w) <= hi for w in first[1:]) and 100 * first[0] < lo / 2, (first, lo, hi)
+    assert ("every head of the second layer put more than half of its weight on the mirror key, and three heads of "
+            "the first layer already put about half of theirs there, the fourth much less") in text
+    assert min(weights[1]) > 0.5, weights[1]  # measured 0.64 to 0.97 under default, avx2 and MKL_CBWR=COMPATIBLE
+    fourth, *three = sorted(weights[0])  # measured: three 0.51 to 0.61, the fourth 0.22
+    assert all(0.35 <= w <= 0.7 for w in three) and fourth < 0.7 * three[0], weights[0]
+    assert max(weights[1]) > 0.9, "at least one head draws the line clearly, with a value near 1"
 
 
 def test_06s_ngram_numbers_are_what_its_cell_prints(capsys):
