@@ -32,6 +32,7 @@ def run_cell(notebook: str, cell: str, capsys, **names) -> str:
 
 # ---------------------------------------------------------------------------------------------------- 01
 
+@pytest.mark.every_cpu
 def test_01s_lone_sine_prose_quotes_what_its_cell_prints(capsys):
     """'no mix of the other columns can stand in for it': least squares finds the best row a matrix could have;
     for a sine with its partner it misses nothing, for the lone sine most of it, as the text says."""
@@ -46,6 +47,7 @@ def test_01s_lone_sine_prose_quotes_what_its_cell_prints(capsys):
     assert "a cell after the checks tries the best mix" in prose("01_positional_encoding", "offset_explain")
 
 
+@pytest.mark.every_cpu
 def test_01s_prose_on_a_small_part_quotes_what_the_lengths_cell_prints(capsys):
     """'the gradient reaches both parts alike ... but what the smaller part says is lost in the larger one': the
     largest difference between the two gradients and the cosines of one token at two positions, as printed."""

@@ -190,6 +190,7 @@ def test_sharpening_multiplies_every_score_by_nine():
     assert torch.allclose(sharp, 9 * plain, rtol=1e-6, atol=1e-5)  # float32 weights times 3, rounded once each
 
 
+@pytest.mark.every_cpu
 def test_04s_prose_quotes_the_numbers_its_heads_figure_prints(figures, capsys):
     """Every number of 04's 'What the heads look at' paragraph is the one its figure prints (to the digits quoted)."""
     import re

@@ -1,6 +1,7 @@
 """01's dot-product-by-offset figure draws PE[p] · PE[p + k] from the student's table, and says whether the lines agree."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from autograder.mistakes.positional_encoding import cosine_uses_own_index
@@ -56,6 +57,7 @@ def test_only_rope_keeps_the_score_a_function_of_the_offset(figures, capsys):
     assert len(figures) == 1 and len(figures[0].axes[0].lines) == 3
 
 
+@pytest.mark.every_cpu
 def test_01s_prose_on_adding_quotes_what_its_demo_cell_prints(capsys):
     """'19 of the 128 hold 99% of their energy' and 'about 15%' in 01's 'Add, or put side by side?' are what the cell
     below that text prints (run here with the reference table)."""
