@@ -108,3 +108,31 @@ def test_02_says_which_variance_the_projections_start_with():
                     ratios.append(float(layer(x).var() / x.var()))
             mean = sum(ratios) / len(ratios)
             assert abs(mean - 1 / 3) < 0.03, f"d = {d}: queries' variance / inputs' {mean:.3f}, not about 1/3"
+
+
+@pytest.mark.every_cpu
+def test_02s_scaling_prose_quotes_what_its_experiment_prints(capsys):
+    """'holds up while d_k is small, then collapses: from 16 to 1024 it shrinks by four orders of magnitude'; scaled,
+    'the same size at every d_k' (the unscaled gradient first grows a little, 0.335 at d_k = 4 and 0.357 at 16, so
+    'shrinks as d_k grows' was not true of the whole range)."""
+    import math
+    import re
+
+    import matplotlib.pyplot as plt
+
+    from course import plots
+
+    cell = cells_of(SOURCE, "02_attention")["scaling_experiment"].source
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plt, "show", lambda: None)
+        exec(cell, {"torch": torch, "math": math, "plots": plots})
+        plt.close("all")
+    rows = {int(d): (float(u), float(s)) for d, u, s in re.findall(
+        r"d_k = +(\d+): gradient size ([\d.e+-]+) unscaled, ([\d.e+-]+) scaled", capsys.readouterr().out)}
+    text = prose("02_attention", "sentence_text")
+    assert ("the gradient holds up while $d_k$ is small, then collapses: from $d_k = 16$ to $d_k = 1024$ it shrinks by "
+            "four orders of magnitude. With the scaling it stays the same size at every $d_k$.") in text
+    assert math.floor(math.log10(rows[16][0] / rows[1024][0])) == 4, rows
+    assert rows[16][0] >= rows[4][0] * 0.9, "small d_k: the unscaled gradient holds up"
+    scaled = [s for _, s in rows.values()]
+    assert max(scaled) / min(scaled) < 1.1, scaled
