@@ -27,11 +27,20 @@ from nbgrader.api import Gradebook
 from autograder.demo.submissions import MISTAKE_EDITS, answered, solution_sources
 from autograder.grading import GRADING_DIR
 from autograder.ledger import Ledger
-from autograder.paths import notebook_path
+from autograder.paths import SOURCE, notebook_path
 from tests.conftest import copy_course, run_autograder
 
 COURSE = "transformers-from-scratch"
 MASKING, PE = "03_masking", "01_positional_encoding"
+
+
+def points_of(assignment: str) -> float:
+    """The points of the source notebook `assignment`: the sum over its graded cells, written answers included."""
+    cells = nbformat.read(notebook_path(SOURCE, assignment), as_version=4).cells
+    graded = (c.metadata.nbgrader for c in cells if c.metadata.get("nbgrader", {}).get("grade"))
+    return sum(cell.get("points", 0) for cell in graded)
+
+
 WRITTEN = "q3_mask_before_softmax"  # 03's written answer, 2 points, graded by hand
 CHANGED = "hidden_causal_mask"  # the test cell whose points the instructor changes mid-term: 2 -> 3
 COMMENT = "Right: the mask must act before softmax, or the weights no longer sum to one."
@@ -341,8 +350,12 @@ def test_the_class_report_counts_a_missing_hand_in_as_missing(term):
         assert f"- {carol} / {PE}" in report.split("## Missing hand-ins", 1)[1].split("\n## ", 1)[0], round_
         assert PE in report.splitlines()[2] and MASKING in report.splitlines()[2], f"{round_}: {report.splitlines()[2]}"
     final = term.snapshots["third"]["scores"][carol]
-    assert final[MASKING] == "12/12" and final["of"] == "23" and float(final["percent"]) == 52.2, \
-        "a perfect 03 (10 autograded, 2 written graded by hand) and a missing 01 (11) is 12 of 23 points, not 100%"
+    masking = points_of(MASKING) + 1  # 11 in the source, 12 once the term has made CHANGED worth 3 instead of 2
+    pe = points_of(PE)  # every graded cell of 01, its written answers too
+    assert final[MASKING] == f"12/{masking:g}" and final["of"] == f"{masking + pe:g}", final
+    assert float(final["percent"]) == round(100 * 12 / (masking + pe), 1), (
+        f"a perfect 03 (10 autograded, 2 written graded by hand) and a missing 01 ({pe:g}) is 12 of "
+        f"{masking + pe:g} points, not 100%")
 
 
 def test_make_clean_keeps_the_grades_and_new_term_deletes_nothing(tmp_path):
