@@ -22,7 +22,6 @@ import argparse
 import copy
 import datetime
 import math
-import os
 import platform
 import sys
 import time
@@ -117,7 +116,7 @@ def main() -> None:
     print(f"{history['step'][-1]} steps, {history['tokens']:,} tokens in {history['seconds']:.0f} s: "
           f"{tokens_per_second:,.0f} tokens/s; best of the 200-window validations at step {history['best_step']}")
 
-    isa = os.environ.get("ATEN_CPU_CAPABILITY") or torch.backends.cpu.get_cpu_capability().lower()
+    isa = torch.backends.cpu.get_cpu_capability().lower()  # what ATEN_CPU_CAPABILITY chose, if it is set
     machine = f"{platform.machine()}, {args.threads} CPU threads, {isa}" if device.type == "cpu" else \
         torch.cuda.get_device_name(device)
     after = (lambda m: f"{reached[m][4] / 60:.1f} min") if by_steps else (lambda m: f"{reached[m][0]} steps")

@@ -47,9 +47,10 @@ def _estimate(steps: int, seconds: float, max_steps: int, minutes: float | None)
 
 
 def _duration(seconds: float) -> str:
-    """'40 seconds', '1 minute', '12 minutes', '1.5 hours': rounded as a person would say it."""
+    """'1 second', '40 seconds', '12 minutes', '1.5 hours': rounded as a person would say it."""
     if seconds < 90:
-        return f"{max(1, round(seconds))} seconds"
+        whole = max(1, round(seconds))
+        return f"{whole} second{'s' if whole > 1 else ''}"
     if seconds < 90 * 60:
         return f"{round(seconds / 60)} minutes"
     return f"{seconds / 3600:.1f} hours"

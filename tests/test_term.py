@@ -28,6 +28,7 @@ from autograder.demo.submissions import MISTAKE_EDITS, answered, solution_source
 from autograder.grading import GRADING_DIR
 from autograder.ledger import Ledger
 from autograder.paths import SOURCE, notebook_path
+from autograder.preflight import nbgrader_metadata
 from tests.conftest import copy_course, run_autograder
 
 COURSE = "transformers-from-scratch"
@@ -37,8 +38,7 @@ MASKING, PE = "03_masking", "01_positional_encoding"
 def points_of(assignment: str) -> float:
     """The points of the source notebook `assignment`: the sum over its graded cells, written answers included."""
     cells = nbformat.read(notebook_path(SOURCE, assignment), as_version=4).cells
-    graded = (c.metadata.nbgrader for c in cells if c.metadata.get("nbgrader", {}).get("grade"))
-    return sum(cell.get("points", 0) for cell in graded)
+    return sum(nbgrader_metadata(c).get("points", 0) for c in cells if nbgrader_metadata(c).get("grade"))
 
 
 WRITTEN = "q3_mask_before_softmax"  # 03's written answer, 2 points, graded by hand

@@ -156,7 +156,7 @@ def test_durations_read_as_a_person_says_them():
     from course.training import _duration
 
     assert [_duration(s) for s in (0.2, 40, 89, 90, 600, 89 * 60, 90 * 60, 5400 + 1800)] == \
-        ["1 seconds", "40 seconds", "89 seconds", "2 minutes", "10 minutes", "89 minutes", "1.5 hours", "2.0 hours"]
+        ["1 second", "40 seconds", "89 seconds", "2 minutes", "10 minutes", "89 minutes", "1.5 hours", "2.0 hours"]
 
 
 def test_a_run_that_never_overfits_keeps_its_last_weights(capsys):
