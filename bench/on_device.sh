@@ -16,6 +16,11 @@
 #     fifteen            all of issue 32 that fits 15 minutes of device time, in one call of at most 600 s: the
 #                        benches alone, then notebook 07's GPU configuration for MINUTES (6 unless set) in the
 #                        background while the checks (pytest -n 10) and the demo class share the CPU cores
+#     background         all of issue 42 in a process of its own that outlives the call (bench/GPU.md): notebook 07
+#                        run in full as a self-learner runs it, on the GPU; meanwhile the demo class graded with
+#                        CUDA, then again with CUDA hidden (CUDA_VISIBLE_DEVICES=), the device mutants' messages,
+#                        then the device checks (pytest -n $WORKERS)
+#     collect            wait for `background` (at most WAIT_SECONDS) and bring back what it has written so far
 # Each phase writes its log to $OUT (the device tool's folder that comes back), or ./device-results elsewhere.
 set -uo pipefail
 PYTHON=${PYTHON:-python3}
@@ -40,6 +45,44 @@ setup() {
 }
 
 log() { tee "$RESULTS/$1.log"; }
+
+BACKGROUND=/tmp/background  # what `background` writes; `collect` packs it into $RESULTS
+
+device_mutant_messages() {
+    # The check's and the hidden test's failure for every NEEDS_SECOND_DEVICE mutant: each should lose, and say why.
+    $PYTHON - <<'PY'
+import importlib
+from tests.exercises import MUTANT_MODULES
+from tests.verdicts import table, verdict
+found = []
+for module in MUTANT_MODULES:
+    listing = importlib.import_module(f"tests.mutants.{module}")
+    device_only = getattr(listing, "NEEDS_SECOND_DEVICE", set())
+    found += [verdict(module, exercise, "mutant", impl) for exercise, impl in listing.MUTANTS if impl in device_only]
+print(table(found, everything=True))
+print(sum(v.check is not None and v.hidden is not None for v in found), "of", len(found), "lose in both")
+PY
+}
+
+demo_on() {  # $1: cuda or cpu. Grades the demo class, keeps its table and says on what its kernels ran.
+    { time $PYTHON -m autograder demo --jobs "$WORKERS"; } > "$BACKGROUND/demo-$1.log" 2>&1
+    cp reports/demo_scores.csv "$BACKGROUND/demo_scores-$1.csv"
+    echo "autograded notebooks whose set-up cell reported a GPU: $(grep -l 'GPU (' autograded/*/*/*.ipynb | wc -l)" \
+        "of $(ls autograded/*/*/*.ipynb | wc -l)" >> "$BACKGROUND/demo-$1.log"
+}
+
+background_work() {
+    mkdir -p "$BACKGROUND"
+    $PYTHON bench/run_notebook.py source/07_shakespeare/07_shakespeare.ipynb \
+        --out "$BACKGROUND/07_shakespeare_gpu.ipynb" > "$BACKGROUND/notebook07.log" 2>&1 &
+    demo_on cuda
+    CUDA_VISIBLE_DEVICES= demo_on cpu
+    device_mutant_messages > "$BACKGROUND/device_mutants.md" 2>&1
+    $PYTHON -m pytest -v -n "$WORKERS" -rs -p no:cacheprovider tests/test_mutants.py tests/test_verify.py \
+        tests/test_training.py tests/test_bench.py tests/test_crash_messages.py > "$BACKGROUND/checks.log" 2>&1
+    wait
+    touch "$BACKGROUND/done"
+}
 
 checks() {
     $PYTHON -m pytest -q -n "$WORKERS" -rs tests/test_mutants.py tests/test_verify.py tests/test_training.py \
@@ -77,6 +120,16 @@ for phase in "$@"; do
                 sleep 10; waited=$((waited + 10))
             done
             grep -v "training:" /tmp/shakespeare.log | log shakespeare ;;
+        background)
+            setsid nohup bash bench/on_device.sh background-work > /tmp/background.log 2>&1 < /dev/null &
+            sleep 5; cat /tmp/background.log ;;
+        background-work) background_work ;;
+        collect)
+            waited=0
+            until [ -f "$BACKGROUND/done" ] || [ "$waited" -ge "$WAIT_SECONDS" ]; do sleep 5; waited=$((waited + 5)); done
+            tail -n 3 "$BACKGROUND"/*.log
+            grep -c -E "(PASSED|FAILED|SKIPPED|ERROR) " "$BACKGROUND/checks.log" 2>/dev/null
+            tar -czf "$RESULTS/background.tar.gz" -C "$BACKGROUND" . ;;
         demo)
             { time $PYTHON -m autograder demo; } 2>&1 | log demo ;;
         suite)
