@@ -249,7 +249,7 @@ def autograde_one(root: Path, job: Job, threads: int, limits: Limits = Limits())
             job.reason = (f"grading stopped after {limits.notebook_seconds:g} s, the limit for a whole notebook (an "
                           "endless loop, or training far too long?): graded 0")
         elif finished.returncode != 0:
-            job.reason = "nbgrader could not grade it: " + _last_error_line(finished.log)
+            job.reason = _why_nbgrader_failed(finished.log)
         sandbox = [line.removeprefix("sandbox: ") for line in finished.log.splitlines() if line.startswith("sandbox: ")]
         job.notes += [line for line in sandbox if line.startswith("ended ")]
         job.network = next((line for line in sandbox if line.startswith("the network")), "")
@@ -531,6 +531,23 @@ def outcomes(root: Path, jobs: list[Job], entries: dict[tuple[str, str], Entry])
                                  submission.max_written_score, entry.reason if entry else "",
                                  entry.seconds if entry else 0.0, points=score_of(gb, job.assignment, job.student)))
     return found
+
+
+KERNEL_DID_NOT_START = "Kernel died before replying to kernel_info"
+
+
+def _why_nbgrader_failed(log: str) -> str:
+    """The reason for a notebook nbgrader could not grade, from its log. A kernel that died before it answered
+    ran none of the hand-in's code: the grading machine is at fault, so the reason quotes the kernel's own error
+    and the next run grades the notebook again."""
+    last = _last_error_line(log)
+    if KERNEL_DID_NOT_START not in last:
+        return "nbgrader could not grade it: " + last
+    before = log.split(KERNEL_DID_NOT_START, 1)[0]
+    kernel_error = _last_error_line(before) if re.search(r"^[\w.]+(Error|Exception): ", before, re.M) else \
+        "it printed no error"
+    return (f"the notebook's kernel died as it started, before any of the hand-in ran ({kernel_error}): a fault "
+            f"of the grading machine, not of the hand-in; graded 0 for now; {TRY_AGAIN}")
 
 
 def _last_error_line(stderr: str | None) -> str:

@@ -12,9 +12,11 @@ Anything else (a kernel restart, another kernel spec) starts cold, as jupyter_cl
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
+import subprocess
 import sys
 
 from jupyter_client.provisioning import LocalProvisioner
@@ -116,8 +118,8 @@ def _become_kernel(orders: int) -> None:
         os.environ.update(order["env"])
         os.chdir(order["cwd"])
         # What a cold start reads from the environment: the module path, the threads of torch's math.
-        base = [p for p in sys.path if p and p.startswith((sys.base_prefix, sys.prefix))]
-        sys.path[:] = [p for p in order["env"].get("PYTHONPATH", "").split(os.pathsep) if p] + base
+        sys.path[:] = dict.fromkeys([p for p in order["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+                                    + interpreter_paths())  # a folder twice is kept once, as `site` keeps it
         sys.argv = [order["argv"][0], *order["argv"][3:]]
         _be_a_main_process()
         import torch
@@ -142,6 +144,22 @@ def _become_kernel(orders: int) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+@functools.cache
+def interpreter_paths() -> list[str]:
+    """The module path this Python starts with, less PYTHONPATH and the script's folder: the standard library,
+    site-packages, what their .pth files add (an editable install, packages installed with `--target` elsewhere)
+    and the user's site-packages. A cold kernel's path is PYTHONPATH and then these. Asked of a fresh interpreter,
+    once per grading server (autograder.warm_server), because this process's own path also holds what its parent
+    put there. Where that fails, the folders under the interpreter's prefix."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    try:
+        found = subprocess.run([sys.executable, "-c", "import json, sys; print(json.dumps(sys.path))"], env=env,
+                               capture_output=True, text=True, timeout=60, check=True)
+        return [path for path in json.loads(found.stdout) if path]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return [path for path in sys.path if path and path.startswith((sys.base_prefix, sys.prefix))]
 
 
 def _choose_matplotlib_backend() -> None:

@@ -5,7 +5,8 @@ mappers on first use (about 0.3 s), and nbformat compiles its JSON schema into a
 it reads (about 0.15 s). Both are cached for the life of a process; done here, in the forkserver, every job
 inherits them ready. nbgrader's own cell-metadata schema is the exception: nbgrader checks and compiles it again
 for every cell it validates, so the server gives nbgrader a validator that does that once per schema
-(`CompiledSchemas`). Imported only by the server (`autograde_process.context`'s preload list).
+(`CompiledSchemas`). It also asks a fresh Python once for the module path every warm kernel starts from
+(`autograder.warm_kernel.interpreter_paths`). Imported only by the server (`autograde_process.context`'s preload list).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from sqlalchemy.orm import configure_mappers
 import nbgrader.api  # noqa: F401 (its models must be defined before the mappers are configured)
 from nbgrader.nbgraderformat import MetadataValidator
 from nbgrader.nbgraderformat import common as nbgrader_metadata
+
+from autograder.warm_kernel import interpreter_paths
 
 
 class CompiledSchemas:
@@ -52,6 +55,7 @@ def warm_up() -> None:
         get_validator(nbformat.v4.nbformat, nbformat.v4.nbformat_minor, relax_add_props=relaxed)
     nbgrader_metadata.jsonschema = CompiledSchemas()  # the one name nbgrader's validator reads jsonschema by
     MetadataValidator().validate_nb(nbformat.v4.new_notebook(cells=[_graded_cell()]))
+    interpreter_paths()  # every job's kernel starts from this module path
 
 
 def _graded_cell() -> nbformat.NotebookNode:

@@ -12,7 +12,7 @@ import time
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import STUDENTS
-from autograder.grading import GRADING_DIR, TRY_AGAIN
+from autograder.grading import GRADING_DIR, TRY_AGAIN, _why_nbgrader_failed
 from autograder.ledger import Ledger
 from course.about import NOTEBOOKS
 from tests.conftest import copy_course, run_autograder
@@ -121,3 +121,22 @@ def test_a_grade_the_grader_failed_to_make_is_tried_again(demo_class, tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert _complete_lines(ledger)[len(before):] == [("01_positional_encoding", "demo_perfect")]
     assert TRY_AGAIN not in Ledger(ledger).entries()[("01_positional_encoding", "demo_perfect")].reason
+
+
+KERNEL_LOG = """[AutogradeApp | INFO] Autograding /course/autograded/alice/01/01.ipynb
+Traceback (most recent call last):
+  File "/course/autograder/warm_kernel.py", line 128, in _become_kernel
+ValueError: Key backend: 'module://matplotlib_inline.backend_inline' is not a valid value for backend
+[AutogradeApp | ERROR] Error occurred while starting new kernel client for kernel 7: Kernel died before replying to kernel_info
+RuntimeError: Kernel died before replying to kernel_info
+"""
+
+
+def test_a_kernel_that_never_started_is_the_machines_fault_and_graded_again():
+    reason = _why_nbgrader_failed(KERNEL_LOG)
+    assert "ValueError: Key backend" in reason, "the kernel's own error, not only nbgrader's"
+    assert "before any of the hand-in ran" in reason and reason.endswith(TRY_AGAIN)
+    silent = _why_nbgrader_failed(KERNEL_LOG.replace("ValueError", "Warning"))
+    assert "it printed no error" in silent and silent.endswith(TRY_AGAIN)
+    other = _why_nbgrader_failed("[AutogradeApp | ERROR] boom\nnbformat.reader.NotJSONError: Notebook does not appear to be JSON")
+    assert other == "nbgrader could not grade it: nbformat.reader.NotJSONError: Notebook does not appear to be JSON"

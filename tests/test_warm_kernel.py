@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import site
 import subprocess
 import sys
 import textwrap
+import venv
 from pathlib import Path
 
 import psutil
@@ -38,6 +40,7 @@ SCRIPT = textwrap.dedent('''
     facts = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(),
              "threads": torch.get_num_threads(), "marker": os.environ.get("WARM_TEST_MARKER"),
              "guard": "COURSE_GRADING_GUARD" in os.environ, "path0": sys.path[:3],
+             "path": [p for p in sys.path if p not in ("", os.getcwd())],
              "optimizers_ready": "torch._dynamo" in sys.modules,  # what a process's first optimizer imports
              "pyplot_ready": pyplot_ready, "backend": plt.get_backend(),
              "multiprocessing": [multiprocessing.get_start_method(), multiprocessing.current_process().name,
@@ -76,10 +79,10 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path: Path, guard: dict | None) -> dict:
+def _run(tmp_path: Path, guard: dict | None, python: str = sys.executable) -> dict:
     env = environment(threads=1, guard=guard)
     env["FORBIDDEN"] = str(tmp_path / "gradebook.db")
-    result = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+    result = subprocess.run([python, "-c", SCRIPT, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.split("RESULT", 1)[1])
@@ -105,6 +108,7 @@ def test_the_forked_kernel_is_the_jobs_own_child_with_its_environment_folder_thr
     assert first["multiprocessing"] == second["multiprocessing"] == ["fork", "MainProcess", True], \
         "to multiprocessing, the main process of a fresh Python, as a cold kernel is"
     assert "may not read the grader's files" in first["forbidden"]
+    assert first["path"] == second["path"], "the forked kernel imports from where a cold one would"
     assert second["pid"] != found["waiting"], "a second kernel starts cold"
     assert second["ppid"] == found["job"] and second["threads"] == 1 and second["marker"] == "from the job"
     assert "may not read the grader's files" in second["forbidden"], "the cold one gets the guard from sitecustomize"
@@ -187,3 +191,18 @@ def test_the_kernel_dies_with_a_job_killed_outright():
         kernel.wait(timeout=30)  # psutil.TimeoutExpired if it outlives the job
     finally:
         job.kill()
+
+
+def test_a_kernel_starts_where_the_packages_come_through_a_pth_file(tmp_path):
+    """A Python whose packages lie outside its own prefix, listed in a .pth file (the GPU machine's `pip install
+    --target`, an editable install, the user's site-packages): the forked kernel finds them as a cold one does.
+    It once kept only the folders under the prefix, and every graded kernel died as it started."""
+    bare = tmp_path / "venv"
+    venv.create(bare, with_pip=False)
+    (site_packages,) = bare.glob("lib/python*/site-packages")
+    (site_packages / "elsewhere.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    (tmp_path / "gradebook.db").write_text("anyone's")
+    found = _run(tmp_path, None, python=str(bare / "bin" / "python"))
+    assert found["first"]["pid"] == found["waiting"]
+    assert set(site.getsitepackages()) <= set(found["first"]["path"])
+    assert found["first"]["path"] == found["second"]["path"]
