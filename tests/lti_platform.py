@@ -26,6 +26,7 @@ LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 ISSUER = "https://lms.uni.example"
 CLIENT_ID = "10000000000042"
+MIXED_CASE = "/CourseSection/7"  # next pages are served under a path with capitals, as Moodle's services are
 
 
 class ShortLivedRegistration(Registration):
@@ -64,6 +65,7 @@ class Store:
         self.base, self.members = base, members
         self.line_items: dict[str, dict] = {}
         self.scores: dict[str, dict[str, dict]] = {}  # line item id -> user id -> last score taken
+        self.altered: dict[str, float] = {}  # user id -> the resultScore reported whatever was taken (an LMS's rule)
 
 
 class Grades(AssignmentsGradesService):
@@ -103,7 +105,8 @@ class Grades(AssignmentsGradesService):
     def get_results(self, line_item_id, page=1, limit=None, user_id=None):
         item = self.find_lineitem(line_item_id)
         results = [{"id": f"{item['id']}/results/{user}", "scoreOf": item["id"], "userId": user,
-                    "resultScore": score["scoreGiven"], "resultMaximum": score["scoreMaximum"],
+                    "resultScore": self.store.altered.get(user, score["scoreGiven"]),
+                    "resultMaximum": score["scoreMaximum"],
                     "comment": score.get("comment")}
                    for user, score in self.store.scores.get(line_item_id, {}).items()]
         return {"content": results, "has_next": False, "next": None}
@@ -133,6 +136,7 @@ class LtiPlatform:
         self.requests: list[dict] = []  # every request: method, path, headers, form or json, the status answered
         self.fail_scores_after: int | None = None  # answer 503 to score posts after this many were taken
         self.pause_before_scores = 0.0  # seconds to wait before the first score post (an access token may expire)
+        self.page_size: int | None = None  # answer lists in pages this long, the next one named by a Link header
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
@@ -158,9 +162,25 @@ class LtiPlatform:
         record = {"method": method, "path": url.path, "headers": headers, "form": form, "json": payload}
         with self.lock:
             self.requests.append(record)
-            status, result, extra = self._route(method, url.path, request)
+            path = url.path
+            if path.startswith(f"{MIXED_CASE}/"):  # case-sensitive, as a web server's paths are
+                path = path.removeprefix(MIXED_CASE).replace("/lineItems", "/lineitems")
+            status, result, extra = self._route(method, path, request)
+            if self.page_size and status == 200 and (isinstance(result, list) or "members" in result):
+                result, extra = self._page(path, int(request.get_data.get("page") or 1), result, extra)
             record["status"] = status
         return status, result, extra
+
+    def _page(self, path: str, page: int, result, extra: dict) -> tuple[object, dict]:
+        """One page of a list (or of a membership container's `members`); a `Link` header names the next page under
+        MIXED_CASE, with `lineItems` in camel case."""
+        items = result["members"] if isinstance(result, dict) else result
+        start = (page - 1) * self.page_size
+        if start + self.page_size < len(items):
+            mixed = MIXED_CASE + path.replace("/lineitems", "/lineItems")
+            extra = dict(extra, Link=f'<{self.url}{mixed}?page={page + 1}>; rel="next"')
+        shown = items[start:start + self.page_size]
+        return (dict(result, members=shown) if isinstance(result, dict) else shown), extra
 
     def _route(self, method, path, request):
         if path == "/token" and method == "POST":
@@ -206,6 +226,8 @@ class LtiPlatform:
                 data = b"" if result is None else json.dumps(result).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", extra.get("Content-Type", "application/json"))
+                if "Link" in extra:
+                    self.send_header("Link", extra["Link"])
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

@@ -18,7 +18,7 @@ from nbgrader.api import Gradebook
 
 from autograder.cli import main
 from tests.lms_class import A, B, EXPECTED, STUDENTS, class_gradebook
-from tests.lti_platform import CLIENT_ID, INSTRUCTOR, LEARNER, LtiPlatform
+from tests.lti_platform import CLIENT_ID, INSTRUCTOR, LEARNER, MIXED_CASE, LtiPlatform
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"  # AGS 2.0, section 3.4: the Score media type
 ACTIVITY = {"Initialized", "Started", "InProgress", "Submitted", "Completed"}  # AGS 2.0, 3.4.6
@@ -201,3 +201,38 @@ def test_a_push_cut_off_halfway_resumes(tool):
     assert "sent 2 score(s); 2 unchanged" in said
     users = [r["json"]["userId"] for r in accepted(platform)]
     assert sorted(users) == sorted(USER_IDS[s] for s in IN_ROSTER), "each student's score taken exactly once"
+
+
+def test_a_read_back_that_differs_fails_and_is_sent_again(tool):
+    """The LMS reports another score than it took (a rule of its own, a grade overridden there): the push fails, and
+    the score is not counted as sent, so the next run sends it again."""
+    platform, config, gradebook, push = tool
+    platform.store.altered = {USER_IDS["demo_perfect"]: 5}
+    code, said = run(*push)
+    assert code == 1, said
+    assert f"user {USER_IDS['demo_perfect']}: the LMS shows 5/9, it was sent 9/9" in said
+    assert "sent 3 score(s)" in said and "not counted as sent, and the next run sends them again" in said
+    ledger = json.loads((config.parent / "lti-sent.json").read_text())[f"{platform.url}/lineitems/1"]
+    assert USER_IDS["demo_perfect"] not in ledger and len(ledger) == 3
+    platform.store.altered = {}
+    code, said = run(*push)
+    assert code == 0, said
+    assert "sent 1 score(s); 3 unchanged" in said and "Read back: the LMS holds all 4 score(s) as sent." in said
+
+
+def test_pages_named_in_mixed_case_are_followed_as_written(tool):
+    """Members, line items and results come two to a page, each next page at an address with capitals (Moodle's
+    `CourseSection`, `lineItems`), named by the Link header; the course already has three other line items."""
+    platform, config, gradebook, push = tool
+    for n, tag in enumerate(("01_tokenizer", "02_embeddings", "05_training"), start=1):
+        platform.store.line_items[str(n)] = {"id": f"{platform.url}/lineitems/{n}", "tag": tag, "label": tag,
+                                             "scoreMaximum": 10}
+    platform.page_size = 2
+    code, said = run(*push)
+    assert code == 0, said
+    assert len(platform.store.line_items) == 4 and set(platform.store.scores["4"]) == {USER_IDS[s] for s in IN_ROSTER}
+    assert "Read back: the LMS holds all 4 score(s) as sent." in said
+    followed = {r["path"] for r in platform.requests if r["path"].startswith(MIXED_CASE)}
+    assert followed == {f"{MIXED_CASE}/memberships", f"{MIXED_CASE}/lineItems", f"{MIXED_CASE}/lineItems/4/results"}
+    code, said = run(*push)
+    assert code == 0 and "sent 0 score(s); 4 unchanged" in said, "the line item on page 2 is found, not made again"

@@ -47,12 +47,22 @@ class RenewingConnector(ServiceConnector):
 
     def make_service_request(self, scopes, url, *args, **kwargs):
         try:
-            return super().make_service_request(scopes, url, *args, **kwargs)
+            response = super().make_service_request(scopes, url, *args, **kwargs)
         except LtiServiceException as error:
             if error.response.status_code != 401:
                 raise
             self._access_tokens.clear()
-            return super().make_service_request(scopes, url, *args, **kwargs)
+            response = super().make_service_request(scopes, url, *args, **kwargs)
+        return dict(response, next_page_url=next_page(response["headers"]))
+
+
+def next_page(headers) -> str | None:
+    """The next page's URL from a response's `Link` header, exactly as the platform wrote it (pylti1p3 lower-cases
+    it, and a platform whose paths have capitals, as Moodle's `CourseSection` and `lineItems`, then answers 404)."""
+    link = next((value for name, value in headers.items() if name.lower() == "link"), "")
+    pages = [found["url"] for found in requests.utils.parse_header_links(link.replace("\n", " "))
+             if "next" in found.get("rel", "").split()]
+    return pages[0] if pages else None
 
 
 class Platform:
@@ -116,4 +126,15 @@ class Platform:
         self._call(f"take the score of user {score['userId']}", self.ags.put_grade, grade, line_item)
 
     def results(self, line_item: LineItem) -> list[dict]:
-        return self._call("read the scores back", self.ags.get_grades, line_item)
+        """Every result of the line item, page after page (pylti1p3's get_grades reads the first page only)."""
+        return self._call("read the scores back", self._all_results, line_item)
+
+    def _all_results(self, line_item: LineItem) -> list[dict]:
+        found = []
+        url = self.ags._add_url_path_ending(line_item.get_id(), "results")
+        while url:
+            page = self.connector.make_service_request(list(SCOPES[:3]), url,
+                                                       accept="application/vnd.ims.lis.v2.resultcontainer+json")
+            found += page["body"] or []
+            url = page["next_page_url"]
+        return found

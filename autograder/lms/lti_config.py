@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-TEMPLATE = '''# LTI 1.3 settings for `python -m autograder lms push` (instructor guide, section 5: LTI 1.3).
+TEMPLATE = '''# LTI 1.3 settings for `python -m autograder lms push` (instructor guide, section 8: LTI 1.3).
 # Fill in what the LMS administrator gives you after registering the tool with the key set `lms keys` printed.
 client_id = ""          # the tool's client id (Canvas: the developer key's number; Moodle: Client ID)
 deployment_id = ""      # the deployment id the LMS shows for the tool in your course
@@ -48,7 +48,7 @@ def read_config(path: Path, need_platform: bool = True) -> LtiConfig:
     empty = [name for name in REQUIRED if not str(values.get(name, "")).strip()]
     if need_platform and empty:
         raise SystemExit(f"{path} does not say {', '.join(empty)} yet: ask the LMS administrator for them (the "
-                         "instructor guide, section 5, lists what to ask for), write them in, and run this again.")
+                         "instructor guide, section 8, lists what to ask for), write them in, and run this again.")
     match = values.get("match", "email")
     if match not in ("email", "name", "id"):
         raise SystemExit(f"{path}: match = {match!r}, but it can be \"email\", \"name\" or \"id\".")

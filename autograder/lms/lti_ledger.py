@@ -28,6 +28,15 @@ class Ledger:
 
     def record(self, line_item: str, score: dict) -> None:
         self.sent.setdefault(line_item, {})[score["userId"]] = score
+        self._save()
+
+    def forget(self, line_item: str, user_ids: list[str]) -> None:
+        """Count these users' scores as not sent (the LMS does not hold them as sent): the next run sends them."""
+        for user_id in user_ids:
+            self.sent.get(line_item, {}).pop(user_id, None)
+        self._save()
+
+    def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = self.path.with_name(self.path.name + ".new")
         fresh.write_text(json.dumps(self.sent, indent=1, sort_keys=True))

@@ -111,6 +111,7 @@ def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = Fals
         item_id = item.get_id() if item else ""
         if item is None:
             outcome.lines.append(f"would create the line item {assignment!r} (tag {assignment!r}, out of {top:g})")
+        sent_now: set[str] = set()
         for student, user_id in sorted(users.items()):
             mark = marks[student, assignment]
             score = score_for(mark, user_id, missing, comment)
@@ -126,29 +127,39 @@ def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = Fals
             else:
                 platform.post_score(item, score)
                 ledger.record(item_id, score)
+                sent_now.add(user_id)
                 outcome.sent += 1
                 outcome.lines.append(f"sent {student} (LMS user {user_id}): {mark.note()}")
         if item is not None and not dry_run:
-            outcome.lines += read_back(platform, item, ledger.sent.get(item_id, {}))
+            lines, differing = read_back(platform, item, ledger.sent.get(item_id, {}))
+            outcome.lines += lines
+            if differing:
+                ledger.forget(item_id, differing)
+                outcome.sent -= len(set(differing) & sent_now)
+                outcome.failed = (f"the LMS holds {len(differing)} score(s) other than sent (listed above); they are "
+                                  "not counted as sent, and the next run sends them again.")
     except Refused as refused:
         outcome.failed = str(refused)
     return outcome
 
 
-def read_back(platform: Platform, item, sent: dict[str, dict]) -> list[str]:
-    """The platform's results against what it was sent: a line per difference, or one that all agree."""
+def read_back(platform: Platform, item, sent: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """The platform's results against what it was sent: (a line per difference, or one that all agree; the LMS user
+    ids whose result differs)."""
     results = {r.get("userId"): r for r in platform.results(item)}
-    wrong = []
+    wrong, differing = [], []
     for user_id, score in sent.items():
         result = results.get(user_id)
         if result is None:
             wrong.append(f"user {user_id}: the LMS has no result, though it took {score['scoreGiven']:g}")
+            differing.append(user_id)
             continue
-        theirs = float(result.get("resultScore") or 0) / float(result.get("resultMaximum") or 1)
+        given, top = float(result.get("resultScore") or 0), float(result.get("resultMaximum") or 1)
         ours = score["scoreGiven"] / score["scoreMaximum"] if score["scoreMaximum"] else 0.0
-        if abs(theirs - ours) > 1e-6:
-            wrong.append(f"user {user_id}: the LMS shows {result.get('resultScore')}/{result.get('resultMaximum')}, "
+        if abs(given / top - ours) > 1e-6:
+            wrong.append(f"user {user_id}: the LMS shows {given:g}/{top:g}, "
                          f"it was sent {score['scoreGiven']:g}/{score['scoreMaximum']:g}")
+            differing.append(user_id)
     if wrong:
-        return ["Read back, the LMS differs from what it was sent:"] + [f"  {w}" for w in wrong]
-    return [f"Read back: the LMS holds all {len(sent)} score(s) as sent."]
+        return ["Read back, the LMS differs from what it was sent:"] + [f"  {w}" for w in wrong], differing
+    return [f"Read back: the LMS holds all {len(sent)} score(s) as sent."], []
