@@ -37,20 +37,32 @@ def _gradebook(args):
 
 
 def _export(args) -> None:
+    """Write the upload; when it is refused, remove an earlier upload at the same path, whose numbers are not
+    these."""
+    if Path(args.output).resolve() == Path(args.roster).resolve():
+        raise SystemExit(f"-o {args.output} is the roster itself: write the upload to another file (the default is "
+                         f"lms/{args.lms}-upload.csv).")
+    try:
+        _write_export(args)
+    except SystemExit as refusal:
+        if isinstance(refusal.code, str) and Path(args.output).exists():
+            Path(args.output).unlink()
+            raise SystemExit(f"{refusal.code}\nRemoved the earlier upload {args.output}, so that no file with old "
+                             "numbers is uploaded by mistake.") from None
+        raise
+
+
+def _write_export(args) -> None:
     from autograder.lms import canvas, moodle
     from autograder.lms.csv_files import write_table
     from autograder.lms.marks import marks_of, pending_lines, refuse_pending
-    from autograder.lms.roster import advice, match, report
+    from autograder.lms.roster import advice, match, refuse_unreadable_rule, report
 
     lms = canvas if args.lms == "canvas" else moodle
     rules = lms.RULES
     rule = rules[args.match or ("canvas-id" if args.lms == "canvas" else "name")]
     roster = canvas.read_roster(args.roster) if args.lms == "canvas" else moodle.read_roster(args.roster, args.identity)
-    if args.lms == "moodle" and rule.name in ("username", "idnumber", "email"):
-        needed = moodle.IDENTITIES[rule.name]
-        if needed not in roster.table.header:
-            raise SystemExit(f"--match {rule.name} reads the column {needed!r}, which {args.roster} lacks: export it "
-                             "from Moodle with that user field ticked, or choose another --match.")
+    refuse_unreadable_rule(rule, rules, str(args.roster), roster.table.header, roster.students)
     wanted = _pairs(args.column, "--column")
     stray = [a for a in wanted if a not in args.assignments]
     if stray:
@@ -75,10 +87,10 @@ def _export(args) -> None:
         if blockers:
             raise SystemExit("Not written:\n" + "\n".join(f"  {b}" for b in blockers))
         if args.lms == "canvas":
-            table = canvas.upload(roster, columns, matching.pairs, marks, args.missing, args.pending)
+            table, kept = canvas.upload(roster, columns, matching.pairs, marks, args.missing, args.pending)
         else:
-            table = moodle.upload(roster, args.identity, columns, matching.pairs, marks, args.missing, args.pending,
-                                  args.feedback)
+            table, kept = moodle.upload(roster, args.identity, columns, matching.pairs, marks, args.missing,
+                                        args.pending, args.feedback)
         write_table(args.output, table)
         held = pending_lines({k: m for k, m in marks.items() if k[0] in matching.pairs})
     for line in problems:
@@ -88,8 +100,13 @@ def _export(args) -> None:
     if held:
         print(("Left blank" if args.pending == "blank" else "Exported with the score so far") + " (--pending "
               f"{args.pending}), written answers not graded yet:\n" + "\n".join(f"  {line}" for line in held))
+    if kept:
+        print("Kept the score the LMS holds, where a blank would have erased it:\n"
+              + "\n".join(f"  {line}" for line in kept))
     for assignment, column in columns.items():
-        print(f"{assignment} -> {column or f'a new {args.lms.title()} column {assignment!r}'}")
+        new = (f"a new {args.lms.title()} column {assignment!r} (the export has none named like it; "
+               f"--column {assignment}=... names one)")
+        print(f"{assignment} -> {column or new}")
     print(f"Wrote {args.output}: {len(matching.pairs)} students, {len(columns)} assignment(s), scores after the late "
           f"penalty, a missing hand-in {'0' if args.missing == 'zero' else 'blank (no change in the LMS)'}. "
           + ("Upload it in Canvas: Grades > Import." if args.lms == "canvas" else

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from nbgrader.api import Gradebook
 
+from autograder.lms.csv_files import number
 from autograder.scores import PENDING, Score, score_of
 
 
@@ -31,6 +32,16 @@ class Mark:
         if self.score is None:
             return "not handed in"
         return self.score.text()
+
+
+def upload_cell(mark: Mark, missing: str, pending: str, decimal: str, held: str) -> tuple[str, str]:
+    """The cell to write for `mark`, and a line when it keeps `held`, the score the LMS holds (the roster's cell):
+    a blank would erase it (Moodle's import reads a blank as no grade), so the LMS's own score is written back."""
+    value = None if mark.pending and pending == "blank" else mark.value(missing)
+    if value is not None or not held:
+        return number(value, decimal), ""
+    why = f"{PENDING} (--pending blank)" if mark.score else "not handed in (--missing blank)"
+    return held, f"{mark.student} / {mark.assignment}: kept the LMS's score {held}, {why}"
 
 
 def assignment_max(gb: Gradebook, assignment: str) -> float:

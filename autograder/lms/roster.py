@@ -34,11 +34,61 @@ def plain(text: str) -> str:
 
 @dataclass(frozen=True)
 class Rule:
-    """`lms` reads an LMS row's key; `ours` an nbgrader student's."""
+    """`lms` reads an LMS row's key; `ours` an nbgrader student's; `columns` are the roster columns `lms` reads, each
+    a tuple of the names it may have (Moodle 4's `Last name` is Moodle 3's `Surname`)."""
     name: str
     says: str
     lms: Callable[[dict[str, str]], str]
     ours: Callable[[Student], str]
+    columns: tuple[tuple[str, ...], ...] = ()
+
+
+def lacking(rule: Rule, header: list[str], rows: list[dict[str, str]]) -> list[str]:
+    """The columns `rule` reads that the roster lacks, or has with every cell blank."""
+    found = []
+    for names in rule.columns:
+        present = [n for n in names if n in header]
+        if not any(any(row.get(n, "").strip() for row in rows) for n in present):
+            found.append(" or ".join(repr(n) for n in names) + (" (every cell blank)" if present else ""))
+    return found
+
+
+def refuse_unreadable_rule(rule: Rule, rules: dict[str, Rule], roster: str, header: list[str],
+                           rows: list[dict[str, str]]) -> None:
+    """Stop, saying what the roster has and which --match would read it, when `rule` cannot read the roster."""
+    missing = lacking(rule, header, rows)
+    if not missing:
+        return
+    usable = [name for name, other in rules.items() if not lacking(other, header, rows)]
+    raise SystemExit(f"--match {rule.name} reads the column {', '.join(missing)}, which {roster} lacks; its columns "
+                     f"are: {', '.join(header)}. "
+                     + (f"Use --match {' or --match '.join(usable)}, which this roster has, or export"
+                        if usable else "Export") + " the roster again from the LMS with that column.")
+
+
+def words(text: str) -> list[str]:
+    """A title's words, case folded, `_`, `-` and punctuation as spaces: `03_masking` and `03 Masking` alike."""
+    return re.findall(r"[^\W_]+", unicodedata.normalize("NFC", text).casefold())
+
+
+def names_assignment(title: str, assignment: str) -> bool:
+    """Whether an LMS assignment's title names the notebook `assignment`: its words (`03 masking`), or those after
+    its number (`masking`), appear in the title in order (`Masking`, `03 Masking`, `Notebook 3: Masking`)."""
+    wanted = words(assignment)
+    named = [w for w in wanted if not w.isdigit()] if wanted and wanted[0].isdigit() else wanted
+    have = words(title)
+    return any(have[i:i + len(w)] == w for w in (wanted, named) if w for i in range(len(have)))
+
+
+def only_named(titles: dict[str, str], assignment: str, lms: str, option: Callable[[str], str]) -> str | None:
+    """The one LMS column (header -> title) whose title names `assignment`; None when none does; stops when several
+    do, listing them with the --column that picks each."""
+    hits = [header for header, title in titles.items() if names_assignment(title, assignment)]
+    if len(hits) > 1:
+        raise SystemExit(f"Not written: {len(hits)} {lms} columns are named like {assignment}: "
+                         + "; ".join(hits) + f". Say which with --column, e.g. "
+                         + " or ".join(f"--column {assignment}={option(h)}" for h in hits) + ".")
+    return hits[0] if hits else None
 
 
 @dataclass
