@@ -40,9 +40,9 @@ def _demo(args) -> None:
 
 
 def _grade(args) -> None:
-    from autograder.demo import score_table
     from autograder.grading import NOTEBOOK_TIME_LIMIT, Limits, grade, misplaced, stray_folders, students_in
     from autograder.paths import ROOT
+    from autograder.report import needs_a_look, read_term, score_table
     from course.about import NOTEBOOKS
     assignments = _known(args.assignments) or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
     if not (ROOT / "gradebook.db").exists():
@@ -63,16 +63,34 @@ def _grade(args) -> None:
                          "submissions first (nbgrader collect, or copy them to submitted/<student>/<assignment>/).")
     limits = Limits(args.cell_timeout, args.notebook_timeout or NOTEBOOK_TIME_LIMIT)
     outcomes = grade(ROOT, assignments, jobs=args.jobs, quiet=True, limits=limits, scheduler=args.scheduler)
-    print(score_table(outcomes))
+    print(score_table(read_term(ROOT / "gradebook.db"), needs_a_look(outcomes)))
     recomputed = [line for o in outcomes for line in o.recomputed]
     if recomputed:
         print("\nRecomputed (the policy or the grades they depend on changed since they were graded):")
         print("\n".join(f"  {line}" for line in recomputed))
+    print(run_summary(outcomes, len(unplaced)) + f"; into {ROOT / 'gradebook.db'}; feedback in {ROOT / 'feedback'}.")
+
+
+def run_summary(outcomes, unplaced: int) -> str:
+    """What a grading run did, counted: `3 graded, 2 skipped as unchanged since the last run, ...`; a count whose
+    items are listed above says so only when there are some."""
     count = {status: sum(1 for o in outcomes if o.status == status) for status in ("graded", "unchanged", "refused")}
-    print(f"{count['graded']} graded, {count['unchanged']} skipped as unchanged since the last run, "
-          f"{count['refused']} refused (no gradable notebook: 0 with the reason above), "
-          f"{len(unplaced)} under submitted/ not graded (listed above); into {ROOT / 'gradebook.db'}; "
-          f"{sum(1 for o in outcomes if o.reason)} need a look; feedback in {ROOT / 'feedback'}.")
+    look = sum(1 for o in outcomes if o.reason)
+    return ", ".join([
+        f"{count['graded']} graded",
+        f"{count['unchanged']} skipped as unchanged since the last run",
+        f"{count['refused']} refused" + (" (no gradable notebook: 0, with the reason under Needs a look)"
+                                         if count["refused"] else ""),
+        f"{unplaced} under submitted/ not graded" + (" (listed above)" if unplaced else ""),
+        f"{look} need{'s' if look == 1 else ''} a look"])
+
+
+def _extend(args) -> None:
+    from autograder.extension import grant_extension
+    from autograder.paths import ROOT
+    if not (ROOT / "gradebook.db").exists():
+        raise SystemExit(f"There is no gradebook at {ROOT / 'gradebook.db'}: release and grade the assignment first.")
+    print(grant_extension(ROOT / "gradebook.db", _known([args.assignment])[0], args.student, args.days, args.hours))
 
 
 def _release_feedback(args) -> None:
@@ -135,6 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     grading.add_argument("--notebook-timeout", type=float, default=None, help="seconds per whole notebook, after "
                          "which its processes are killed and it gets 0 with a reason (default: 900)")
     grading.set_defaults(run=_grade)
+    extending = commands.add_parser("extend", help="give a student more time for an assignment (nbgrader's extension): "
+                                    "the next grade run works the late penalty out again")
+    extending.add_argument("assignment", metavar="ASSIGNMENT")
+    extending.add_argument("--student", required=True, help="the student's id, as in the gradebook")
+    extending.add_argument("--days", type=float, default=0, help="days more (default 0)")
+    extending.add_argument("--hours", type=float, default=0, help="hours more (default 0; with --days 0: take the "
+                           "extension back)")
+    extending.set_defaults(run=_extend)
     releasing_feedback = commands.add_parser("release-feedback", help="nbgrader release_feedback for every student "
                                              "whose hand-in came through the exchange; lists the pages to send by hand")
     releasing_feedback.add_argument("assignments", nargs="+", metavar="ASSIGNMENT")

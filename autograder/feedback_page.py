@@ -116,6 +116,18 @@ class FeedbackPage(HTMLExporter):
         return output, resources
 
 
+# The grader's own clauses in a refusal's reason, said to the instructor (autograder.preflight): not for the student.
+FOR_THE_INSTRUCTOR = ("graded 0", "ask ", "the next grading run")
+
+
+def for_the_student(reason: str) -> str:
+    """What was wrong with the hand-in, as the refusal's `reason` says it, without the clauses meant for the
+    instructor: `this is notebook 01_positional_encoding, not 03_masking: graded 0; ask for 03_masking.ipynb` gives
+    `this is notebook 01_positional_encoding, not 03_masking`."""
+    parts = [part.strip().removesuffix(": graded 0") for part in reason.split("; ")]
+    return "; ".join(part for part in parts if part and not part.startswith(FOR_THE_INSTRUCTOR))
+
+
 def refusal_page(path: Path, assignment: str, student: str, score: str, reason: str) -> Path:
     """The feedback page of a hand-in that could not be graded (the wrong notebook, a file that is no notebook, a
     link): nbgrader makes none, as it graded nothing, so the student would never learn why the score is 0."""
@@ -125,7 +137,7 @@ def refusal_page(path: Path, assignment: str, student: str, score: str, reason: 
 <body style="font-family: sans-serif; max-width: 50em; margin: 2em auto;">
 <h1>{escape(assignment)} (Score: {escape(score)})</h1>
 <p>Student: {escape(student)}</p>
-<p><strong>Your hand-in could not be graded:</strong> {escape(reason)}</p>
+<p><strong>Your hand-in could not be graded</strong>, so it scores 0 for now: {escape(for_the_student(reason))}.</p>
 <p>Hand in <code>{escape(assignment)}.ipynb</code>, the notebook of this assignment, and ask your instructor to grade it
 again.</p>
 </body></html>

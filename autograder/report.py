@@ -12,6 +12,7 @@ Writes, under `reports/`: `class_report.md` (the summary), `exercise_pass_rates.
 from __future__ import annotations
 
 import csv
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from matplotlib.ticker import MaxNLocator
 from nbgrader.api import Gradebook
 
 from autograder.mistakes import all_mistakes
-from autograder.scores import PENDING, Score, score_of
+from autograder.scores import PENDING, PENDING_MARK, PENDING_NOTE, Score, score_of
 from autograder.verify import UNCONFIRMED
 from course.about import NOTEBOOKS
 
@@ -49,6 +50,11 @@ class Standing:
     def pending(self) -> int:
         return sum(score.pending for score in self.scores.values() if score is not None)
 
+    def cell(self, assignment: str) -> str:
+        """The table's cell of `assignment`: its score (`Score.cell`) or `missing` (0 of its points)."""
+        score = self.scores[assignment]
+        return "missing" if score is None else score.cell()
+
 
 @dataclass
 class Term:
@@ -65,6 +71,40 @@ class Term:
 
     def percent(self, standing: Standing) -> float:
         return 100 * standing.earned / self.top if self.top else 0.0
+
+    def total(self, standing: Standing) -> str:
+        """The table's total: `10/17` (a missing hand-in counts 0 of its points), `*` while written answers wait."""
+        return f"{standing.earned:g}/{self.top:g}" + (PENDING_MARK if standing.pending else "")
+
+
+def needs_a_look(outcomes) -> list[str]:
+    """`student / assignment: reason` of each graded outcome (autograder.grading.Outcome) with a reason."""
+    return [f"{o.student} / {o.assignment}: {o.reason}" for o in outcomes if o.reason]
+
+
+# Above the grade command's table, wrapped to fit a terminal of 100 columns.
+TABLE_TITLE = ("Scores: autograded and manual points (written answers once graded in formgrader), less the late "
+               "penalty; a missing hand-in counts 0 of its points. The same numbers as grades.csv, "
+               "reports/scores.csv, the class report and the feedback.")
+
+
+def score_table(term: Term, needs_a_look: list[str] = ()) -> str:
+    """The grade command's table: a row per student in the gradebook, a column per covered notebook, the total
+    and percent of the term (as `scores.csv`), one note for the written answers not graded yet, then
+    `needs_a_look` (`student / assignment: reason`)."""
+    header = ["student", *(a.split("_", 1)[0] for a in term.maxima), "total", "%"]
+    rows = [header] + [[s.student, *(s.cell(a) for a in term.maxima), term.total(s), f"{term.percent(s):.1f}"]
+                       for s in term.standings]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    if any(s.pending for s in term.standings):
+        lines.append(PENDING_NOTE)
+    if not term.standings:
+        lines.append("(no student in the gradebook yet)")
+    if needs_a_look:
+        lines += ["", "Needs a look:"] + [f"  {line}" for line in needs_a_look]
+    return "\n".join(textwrap.wrap(TABLE_TITLE, 100) + lines)
 
 
 def covered_assignments(gb: Gradebook) -> list[str]:
@@ -183,12 +223,12 @@ def summary_lines(term: Term, mistakes: Counter, reasons: dict[tuple[str, str], 
     pending = sum(1 for s in term.standings for score in s.scores.values() if score is not None and score.pending)
     lines = ["# Class report", "", f"{plural(len(term.standings), 'student')}; {covered}.", "",
              "## Scores", "", "Autograded and manual points, less the late penalty: the numbers of `grades.csv`, "
-             "`scores.csv`, the grade command's table and the feedback." + (
+             "`scores.csv`, the grade command's table and the feedback; a missing hand-in counts 0 of its points." + (
                  f" {plural(pending, 'hand-in')} with {PENDING}: their totals are not final." if pending else ""), "",
              "| student | " + " | ".join(term.maxima) + " | total |", "| --- |" + " --- |" * (len(term.maxima) + 1)]
-    lines += [f"| {s.student} | " + " | ".join("missing" if s.scores[a] is None else s.scores[a].text()
-                                               for a in term.maxima) + f" | {s.earned:g}/{term.top:g} |"
+    lines += [f"| {s.student} | " + " | ".join(s.cell(a) for a in term.maxima) + f" | {term.total(s)} |"
               for s in term.standings]
+    lines += ["", "\\" + PENDING_NOTE] if pending else []  # a markdown list item without the backslash
     lines += ["",
              "## Exercises with the lowest pass rates", "", "| notebook | graded cell | pass rate |", "| --- | --- | --- |"]
     rates = sorted(term.graded, key=lambda k: term.passed[k] / term.graded[k])

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from nbgrader.api import Gradebook, MissingEntry
 
 PENDING = "written answers not graded yet"
+PENDING_MARK = "*"  # a table's short form of PENDING, said once below the table (`PENDING_NOTE`)
+PENDING_NOTE = f"{PENDING_MARK} {PENDING}: they count 0 until you grade them (instructor guide, section 4)."
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,11 @@ class Score:
         """`9/11`, `0/11 (late: -9)`, `9/11 (written answers not graded yet)`."""
         notes = ([f"late: -{self.penalty:g}"] if self.penalty else []) + ([PENDING] if self.pending else [])
         return f"{self.total:g}/{self.max_score:g}" + (f" ({'; '.join(notes)})" if notes else "")
+
+    def cell(self) -> str:
+        """The same for a table: `9/11`, `0/11 (late: -9)`, `9/11*` (`PENDING_MARK`, said once below the table)."""
+        late = f" (late: -{self.penalty:g})" if self.penalty else ""
+        return f"{self.total:g}/{self.max_score:g}{late}" + (PENDING_MARK if self.pending else "")
 
 
 def score_of(gb: Gradebook, assignment: str, student: str) -> Score | None:
@@ -50,3 +57,18 @@ def missing(gb: Gradebook, assignment: str) -> Score:
     """What a hand-in that is missing counts: 0 of the assignment's points (as `nbgrader export` counts it)."""
     top = float(gb.find_assignment(assignment).max_score or 0.0)
     return Score(0.0, top, 0.0, 0.0, 0.0, 0.0, 0)
+
+
+def duration(seconds: float) -> str:
+    """A length of time as a person reads it (how late, an extension): `47 s`, `12 min`, `3 h 12 min`, `2 days 4 h`."""
+    seconds = round(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} day{'' if days == 1 else 's'}" + (f" {hours} h" if hours else "")
+    if hours:
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    if minutes:
+        return f"{minutes} min" + (f" {secs} s" if secs and minutes < 10 else "")
+    return f"{secs} s"
