@@ -31,7 +31,7 @@ from autograder.nbgrader_run import environment
 from autograder.paths import REFERENCE, notebook_path
 from autograder.feedback_page import refusal_page
 from autograder.report import write_report
-from autograder.scores import Score, score_of
+from autograder.scores import Score, duration, score_of
 from autograder.verify import prepare, verify
 from course.about import NOTEBOOKS
 
@@ -440,7 +440,7 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
         for student in students:
             gb.update_or_create_student(student)
     if feedback:
-        for assignment in assignments:
+        for assignment in tqdm(assignments, desc="feedback pages", unit="assignment", disable=not show_progress):
             forked_nbgrader(root, "generate_feedback", assignment, "--force", quiet=quiet, check=False)
         for outcome in graded:  # nbgrader made no page for what it could not grade: a page that says why
             if outcome.status in ("refused", "unchanged") and outcome.reason and _refused(wanted, outcome):
@@ -501,7 +501,7 @@ def apply_late_policy(root: Path, assignments: list[str]) -> list[str]:
                         notebook.late_submission_penalty = penalty
                         due = submission.duedate
                         changed.append(f"{submission.student.id} / {assignment}: late penalty {before or 0:g} -> "
-                                       f"{penalty or 0:g} ({late:g} s late; due {due or 'never'}, under {policy})")
+                                       f"{penalty or 0:g} ({duration(late)} late; due {due or 'never'}, under {policy})")
                     elif before != penalty:
                         notebook.late_submission_penalty = penalty
         gb.db.commit()
