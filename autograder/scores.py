@@ -59,6 +59,11 @@ def missing(gb: Gradebook, assignment: str) -> Score:
     return Score(0.0, top, 0.0, 0.0, 0.0, 0.0, 0)
 
 
+def pending_count(count: int) -> str:
+    """`1 written answer not graded yet`, `2 written answers not graded yet`."""
+    return f"{count} {PENDING.replace('answers', 'answer', 1) if count == 1 else PENDING}"
+
+
 def duration(seconds: float) -> str:
     """A length of time as a person reads it (how late, an extension): `47 s`, `12 min`, `3 h 12 min`, `2 days 4 h`."""
     seconds = round(seconds)

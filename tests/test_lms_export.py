@@ -175,7 +175,7 @@ def test_pending_written_answers_are_refused_or_left_blank_keeping_a_score_canva
     args = ("canvas", A, "--roster", str(roster), "-o", str(upload), "--match", "sis-login", "--allow-unmatched")
     code, said = export(tmp_path, gradebooks["pending"], *args)
     assert code != 0 and not upload.exists()
-    assert "demo_broken / 03_masking: 1 written answers not graded yet" in said
+    assert "demo_broken / 03_masking: 1 written answer not graded yet" in said
     code, said = export(tmp_path, gradebooks["pending"], *args, "--pending", "blank")
     assert code == 0, said
     students = canvas_reads(upload)["students"]

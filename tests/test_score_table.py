@@ -24,7 +24,7 @@ from autograder.extension import grant_extension
 from autograder.feedback_page import refusal_page
 from autograder.paths import ROOT, notebook_path
 from autograder.report import read_term, score_table, write_report
-from autograder.scores import PENDING, PENDING_MARK, PENDING_NOTE, duration
+from autograder.scores import PENDING, PENDING_MARK, PENDING_NOTE, duration, pending_count
 from tests.lms_class import A, B, class_gradebook
 
 
@@ -76,6 +76,10 @@ def test_the_summary_points_above_only_at_what_is_there():
     some = run_summary([SimpleNamespace(status="refused", reason="wrong notebook")], 2)
     assert "1 refused (no gradable notebook: 0, with the reason under Needs a look)" in some, some
     assert "2 under submitted/ not graded (listed above)" in some and some.endswith("1 needs a look"), some
+
+
+def test_a_count_of_written_answers_agrees_with_its_noun():
+    assert [pending_count(n) for n in (1, 2)] == ["1 written answer not graded yet", "2 written answers not graded yet"]
 
 
 def test_lateness_reads_as_a_person_says_it():

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from nbgrader.api import Gradebook
 
 from autograder.lms.csv_files import number
-from autograder.scores import PENDING, Score, score_of
+from autograder.scores import PENDING, Score, pending_count, score_of
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def marks_of(gb: Gradebook, assignments: list[str]) -> dict[tuple[str, str], Mar
 
 
 def pending_lines(marks: dict[tuple[str, str], Mark]) -> list[str]:
-    return [f"{m.student} / {m.assignment}: {m.pending} {PENDING}" for m in marks.values() if m.pending]
+    return [f"{m.student} / {m.assignment}: {pending_count(m.pending)}" for m in marks.values() if m.pending]
 
 
 def refuse_pending(marks: dict[tuple[str, str], Mark], pending: str, choices: str) -> None:
