@@ -37,7 +37,6 @@ from autograder.grading import TRY_AGAIN, Job, Limits, autograde_one
 from autograder.paths import copy_course, notebook_path
 
 CONNECT_SECONDS = 10  # how long the grader tries to reach the scheduler before it gives up
-TIMESTAMP = "timestamp.txt"
 # A file beside a notebook larger than this stays with the grader: nbgrader's submit and collect leave such files
 # behind too (CourseDirectory.max_file_size, in kilobytes).
 MAX_FILE_BYTES = 1000 * CourseDirectory.class_traits()["max_file_size"].default_value
@@ -169,9 +168,9 @@ def _collect(root: Path, job: Job, future, workspace: Path) -> Job:
         autograded.parent.mkdir(parents=True, exist_ok=True)
         autograded.write_bytes(result["notebook"])
         folder = job.handed_in or notebook_path(root / "submitted" / job.student, job.assignment).parent
-        timestamp = folder / TIMESTAMP
+        timestamp = folder / handin.TIMESTAMP
         if handin.is_real_file(timestamp):
-            shutil.copyfile(timestamp, autograded.parent / TIMESTAMP)
+            shutil.copyfile(timestamp, autograded.parent / handin.TIMESTAMP)
     job.database = workspace / f"{job.assignment}--{job.student}.db"
     job.database.write_bytes(result["gradebook"])
     job.notes, job.reason, job.network, job.seconds = (result["notes"], result["reason"], result["network"],

@@ -20,13 +20,15 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.utils import parse_utc
 from sqlalchemy.exc import SAWarning
 from tqdm import tqdm
 
 from autograder import autograde_process, handin, preflight
+from autograder.handin import HandIn, not_a_student, students_in, submitted_folders
 from autograder.guard.policy import policy_for
 from autograder.gradebook_merge import merge_submission, snapshot, worker_gradebook
-from autograder.ledger import Entry, Ledger, file_hash, release_fingerprint
+from autograder.ledger import Entry, Ledger, release_fingerprint
 from autograder.nbgrader_run import environment
 from autograder.paths import REFERENCE, notebook_path
 from autograder.feedback_page import refusal_page
@@ -68,29 +70,9 @@ def gradebook(root: Path) -> Gradebook:
     return Gradebook(f"sqlite:///{root / 'gradebook.db'}")
 
 
-def not_a_student(name: str) -> str:
-    """Why a folder under submitted/ is no student's ("" when it may be one): unzipping on a Mac or copying from
-    one leaves `__MACOSX/` and hidden folders behind."""
-    if name == "__MACOSX":
-        return "a Mac's zip metadata"
-    if name.startswith((".", "__")):
-        return "a hidden or system folder"
-    return ""
-
-
-def _submitted_folders(root: Path) -> list[str]:
-    submitted = root / "submitted"
-    # A student's folder that is a link is listed too: it is graded 0 with a note, never read (autograder.handin).
-    return sorted(p.name for p in submitted.iterdir() if p.is_dir() or p.is_symlink()) if submitted.exists() else []
-
-
-def students_in(root: Path) -> list[str]:
-    return [name for name in _submitted_folders(root) if not not_a_student(name)]
-
-
 def stray_folders(root: Path) -> list[str]:
     """Folders under submitted/ that grading skips, each with why ("submitted/__MACOSX (a Mac's zip metadata)")."""
-    return [f"submitted/{name} ({not_a_student(name)})" for name in _submitted_folders(root) if not_a_student(name)]
+    return [f"submitted/{name} ({not_a_student(name)})" for name in submitted_folders(root) if not_a_student(name)]
 
 
 def released_assignments(root: Path) -> list[str]:
@@ -170,14 +152,16 @@ def first_error(path: Path) -> str:
     return "; ".join(reason for reason in (error, truncated) if reason)
 
 
-def record_zero(gb: Gradebook, assignment: str, student: str, reason: str) -> None:
+def record_zero(gb: Gradebook, assignment: str, student: str, reason: str, timestamp: str = "") -> None:
     """Zero autograded points, with the reason as the autograder's comment, for a submission nbgrader could not
-    grade. What the instructor wrote by hand (manual scores, comments, extra credit) stays: it is the same
-    submission, and a readable re-upload is graded again."""
+    grade, at the hand-in's time (`timestamp`, as nbgrader submit wrote it; "" when it has none). What the
+    instructor wrote by hand (manual scores, comments, extra credit) stays: it is the same submission, and a readable
+    re-upload is graded again."""
     gb.update_or_create_student(student)
     with warnings.catch_warnings():  # nbgrader's add_submission trips SQLAlchemy's autoflush notice
         warnings.simplefilter("ignore", SAWarning)
-        submission = gb.update_or_create_submission(assignment, student)
+        submission = gb.update_or_create_submission(assignment, student,
+                                                    timestamp=parse_utc(timestamp) if timestamp else None)
     for notebook in submission.notebooks:
         notebook.late_submission_penalty = None
         for grade in notebook.grades:
@@ -205,6 +189,7 @@ class Job:
     submitted: Path | None = None
     points_before: dict | None = None  # each graded cell's points when it was last graded (the ledger's)
     handed_in: Path | None = None  # the copy of the hand-in's folder that preflight checked (None: submitted/'s)
+    hand: HandIn | None = None  # the hand-in graded (autograder.handin): its time, secret and notebooks
 
     def summary(self, root: Path) -> str:
         """Everything the instructor should read about this submission, "" when nothing."""
@@ -349,13 +334,37 @@ def record(gb: Gradebook, ledger: Ledger, root: Path, job: Job) -> None:
     job.notes += stale_overrides(gb, job.assignment, job.student, job.points_before)
     summary = job.summary(root)  # reads the autograded notebook once
     if job.reason:
-        record_zero(gb, job.assignment, job.student, summary)
+        record_zero(gb, job.assignment, job.student, summary, job.hand.timestamp if job.hand else "")
     else:
         merge_submission(job.database, gb, job.assignment, job.student)
     ledger.append(Entry(job.assignment, job.student, job.sha256, summary, job.seconds, job.release,
                         cell_points(gb, job.assignment)))
     if job.database is not None:
         job.database.unlink(missing_ok=True)
+
+
+def job_for(root: Path, hand: HandIn, release: str, staging: Path) -> Job:
+    """The grading job of one hand-in: preflight checks (and repairs) a copy of its real files under `staging`,
+    nothing under submitted/ is ever written (issue 27.4). A link is never read through: a zero, and the instructor
+    reads where it pointed."""
+    assignment, student = hand.assignment, hand.student
+    try:
+        fingerprint = hand.fingerprint()
+    except OSError as exc:
+        return Job(assignment, student, "", release, reason=f"its files could not be read ({exc}); graded 0; "
+                                                            f"{TRY_AGAIN}", hand=hand)
+    if hand.link:
+        return Job(assignment, student, fingerprint, release, reason=f"{hand.link}; graded 0", hand=hand)
+    notes = handin.links(hand.folder) + handin.shadows(hand.folder)
+    copy = notebook_path(staging / f"{assignment}--{student}" / student, assignment).parent
+    try:
+        handin.stage(hand.folder, copy)
+    except OSError as exc:
+        return Job(assignment, student, "", release, notes=notes, hand=hand,
+                   reason=f"its files could not be read ({exc}); graded 0; {TRY_AGAIN}")
+    found = preflight.check(copy, f"{assignment}.ipynb", notebook_path(root / "release", assignment))
+    return Job(assignment, student, fingerprint, release, reason=found.fatal, notes=notes + found.notes,
+               handed_in=copy, hand=hand)
 
 
 def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True, show_progress: bool = True,
@@ -373,29 +382,8 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     wanted, students = [], students_in(root)
     staging = root / GRADING_DIR / "handed-in"  # each hand-in's real files, copied: what preflight and nbgrader read
     shutil.rmtree(staging, ignore_errors=True)
-    for assignment in assignments:
-        for student in students:
-            folder = root / "submitted" / student / assignment
-            linked = handin.folder_link(root / "submitted", student, assignment)
-            if linked:  # never read through: a zero, and the instructor reads where it pointed
-                wanted.append(Job(assignment, student, handin.link_hash(folder), releases[assignment],
-                                  reason=f"{linked}; graded 0"))
-            elif folder.exists():
-                links = handin.links(folder)
-                notes = links + handin.shadows(folder)
-                # Preflight renames and repairs in a copy: nothing under submitted/ is ever written (issue 27.4).
-                copy = notebook_path(staging / f"{assignment}--{student}" / student, assignment).parent
-                try:
-                    handin.stage(folder, copy)
-                except OSError as exc:
-                    wanted.append(Job(assignment, student, "", releases[assignment], notes=notes,
-                                      reason=f"its files could not be read ({exc}); graded 0; {TRY_AGAIN}"))
-                    continue
-                found = preflight.check(copy, f"{assignment}.ipynb", notebook_path(root / "release", assignment))
-                notebook = copy / f"{assignment}.ipynb"
-                sha = file_hash(notebook) if handin.is_real_file(notebook) else handin.link_hash(folder / notebook.name)
-                wanted.append(Job(assignment, student, handin.with_links(sha, links), releases[assignment],
-                                  reason=found.fatal, notes=notes + found.notes, handed_in=copy))
+    for hand in handin.hand_ins(root, assignments):
+        wanted.append(job_for(root, hand, releases[hand.assignment], staging))
     done = _finished(root, ledger, wanted)
     before = ledger.entries()
     for job in wanted:
@@ -409,6 +397,8 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     with gradebook(root) as gb:
         for job in [j for j in todo if j.reason]:  # nbgrader cannot read these: a zero row, at once
             record(gb, ledger, root, job)
+            # this hand-in counts now: an earlier one's autograded notebook would make its feedback page again
+            shutil.rmtree(notebook_path(root / "autograded" / job.student, job.assignment).parent, ignore_errors=True)
             bar.update()
         gradable = [j for j in todo if not j.reason]
         if client is None:
@@ -444,9 +434,8 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             forked_nbgrader(root, "generate_feedback", assignment, "--force", quiet=quiet, check=False)
         for outcome in graded:  # nbgrader made no page for what it could not grade: a page that says why
             if outcome.status in ("refused", "unchanged") and outcome.reason and _refused(wanted, outcome):
-                page = notebook_path(root / "feedback" / outcome.student, outcome.assignment).with_suffix(".html")
-                refusal_page(page, outcome.assignment, outcome.student,
-                             f"{outcome.points.total:g} / {outcome.points.max_score:g}", outcome.reason)
+                refusal_pages(root, outcome, next(j.hand for j in wanted if (j.assignment, j.student) ==
+                                                  (outcome.assignment, outcome.student)))
         forked_nbgrader(root, "export", f"--to={root / 'grades.csv'}", quiet=quiet)
         write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
     return graded
@@ -506,6 +495,19 @@ def apply_late_policy(root: Path, assignments: list[str]) -> list[str]:
                         notebook.late_submission_penalty = penalty
         gb.db.commit()
     return changed
+
+
+def refusal_pages(root: Path, outcome: Outcome, hand: HandIn) -> None:
+    """The feedback of a hand-in that could not be graded, in place of any earlier hand-in's: a page under each name
+    the student handed a notebook in under (nbgrader's exchange delivers a page only under such a name), with the
+    hand-in's own timestamp.txt and submission_secret.txt beside it, so `release-feedback` files it under this
+    hand-in, never an earlier one."""
+    folder = notebook_path(root / "feedback" / outcome.student, outcome.assignment).parent
+    shutil.rmtree(folder, ignore_errors=True)
+    for name in hand.notebook_names():
+        refusal_page(folder / f"{name}.html", outcome.assignment, outcome.student,
+                     f"{outcome.points.total:g} / {outcome.points.max_score:g}", outcome.reason)
+    hand.file_submit_records(folder)
 
 
 def _refused(wanted: list[Job], outcome: Outcome) -> bool:

@@ -14,6 +14,12 @@ asks this module: grading here (nbgrader reads a staged copy of the real files, 
 sent the real files), preflight (a linked notebook is no notebook), a learning platform's collect (nbgrader
 zip_collect with autograder.zip_collect skips links), and what reads their results (feedback, the class report)
 sees only what grading made of them.
+
+What a hand-in is lives here too (`HandIn`, read by `hand_in`): its student, assignment and folder, the time and
+secret `nbgrader submit` filed beside it, and its fingerprint. Grading, feedback, its release through the exchange and
+the similarity screen read these, so a re-submission (the same notebook with a new time) or a refusal means the same
+in each: the hand-in in `submitted/` is the one that counts, as in plain nbgrader (`nbgrader collect --update`
+replaces it).
 """
 from __future__ import annotations
 
@@ -22,9 +28,35 @@ import importlib.machinery
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 NOT_FOLLOWED = "a link is not handed in and the grader never follows one"
+TIMESTAMP = "timestamp.txt"  # what nbgrader submit files beside a hand-in: when it was handed in
+SECRET = "submission_secret.txt"  # ... and the secret that ties the hand-in's feedback to the student's own copy
+FROM_SUBMIT = (TIMESTAMP, SECRET)  # a hand-in that came through the exchange has both; feedback keeps them
+
+
+def not_a_student(name: str) -> str:
+    """Why a folder under submitted/ is no student's ("" when it may be one): unzipping on a Mac or copying from
+    one leaves `__MACOSX/` and hidden folders behind."""
+    if name == "__MACOSX":
+        return "a Mac's zip metadata"
+    if name.startswith((".", "__")):
+        return "a hidden or system folder"
+    return ""
+
+
+def submitted_folders(root: Path) -> list[str]:
+    """Every folder under `root/submitted`, a student's or not; one that is a link too (graded 0 with a note, never
+    read)."""
+    submitted = root / "submitted"
+    return sorted(p.name for p in submitted.iterdir() if p.is_dir() or p.is_symlink()) if submitted.exists() else []
+
+
+def students_in(root: Path) -> list[str]:
+    """The students with a folder under `root/submitted`."""
+    return [name for name in submitted_folders(root) if not not_a_student(name)]
 
 
 def is_link(path: Path) -> bool:
@@ -120,3 +152,76 @@ def shadows(folder: Path) -> list[str]:
     return [f"{shown} has the name of a module the course or the grader uses ({name}): the graded notebook "
             f"imports the installed {name}, never this one" for name, shown in sorted(names.items())
             if name.isidentifier() and _installed(name)]
+
+
+@dataclass(frozen=True)
+class HandIn:
+    """One student's hand-in of one assignment, as every reader of `submitted/` sees it."""
+    student: str
+    assignment: str
+    folder: Path  # submitted/<student>/<assignment>
+    link: str  # the note when that folder or the student's is a link ("" when neither): nothing is read through it
+    timestamp: str  # when it was handed in, as nbgrader submit wrote it in timestamp.txt ("" when none)
+    secret: str  # nbgrader submit's submission_secret.txt ("" when none)
+
+    @property
+    def exists(self) -> bool:
+        return bool(self.link) or self.folder.exists()
+
+    def lacks(self) -> list[str]:
+        """What of nbgrader submit's files (`FROM_SUBMIT`) this hand-in lacks: [] when it came through the exchange."""
+        return [name for name in FROM_SUBMIT if not is_real_file(self.folder / name)] if not self.link else \
+            list(FROM_SUBMIT)
+
+    def fingerprint(self) -> str:
+        """What a grade of it depends on, hashed: every real file handed in (the notebook, the files beside it, its
+        time and secret) and the links met, by name. The same notebook handed in again with a new time is another
+        hand-in, graded again with its new time, as plain nbgrader grades it."""
+        if self.link:
+            return link_hash(self.folder) or hashlib.sha256(f"link:{self.link}".encode()).hexdigest()
+        digest = hashlib.sha256()
+        files, notes = real_files(self.folder)
+        for relative in files:
+            digest.update(f"{relative}\n".encode())
+            digest.update(hashlib.sha256((self.folder / relative).read_bytes()).hexdigest().encode())
+        for note in notes:
+            digest.update(f"{note}\n".encode())
+        return digest.hexdigest()
+
+    def notebook_names(self) -> list[str]:
+        """The names (without .ipynb) of the notebooks handed in, the assignment's own first: nbgrader's exchange
+        delivers a feedback page only under the name of a notebook in the student's copy."""
+        handed = [] if self.link else sorted(p.stem for p in self.folder.glob("*.ipynb") if is_real_file(p))
+        return [self.assignment, *(name for name in handed if name != self.assignment)]
+
+    def file_submit_records(self, folder: Path) -> None:
+        """Copy this hand-in's timestamp.txt and submission_secret.txt into `folder` (its feedback's), where nbgrader
+        release_feedback reads them; a file it lacks is removed there, so no earlier hand-in's stays."""
+        for name in FROM_SUBMIT:
+            if name in self.lacks():
+                (folder / name).unlink(missing_ok=True)
+            else:
+                shutil.copyfile(self.folder / name, folder / name)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text().strip() if is_real_file(path) else ""
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def hand_in(submitted: Path, student: str, assignment: str) -> HandIn:
+    """The hand-in of `assignment` by `student` under `submitted/` (read without following any link)."""
+    folder = submitted / student / assignment
+    link = folder_link(submitted, student, assignment)
+    if link:
+        return HandIn(student, assignment, folder, link, "", "")
+    return HandIn(student, assignment, folder, "", _read_text(folder / TIMESTAMP), _read_text(folder / SECRET))
+
+
+def hand_ins(root: Path, assignments: list[str]) -> list[HandIn]:
+    """Every hand-in under `root/submitted` of `assignments`, by assignment then student."""
+    found = [hand_in(root / "submitted", student, assignment) for assignment in assignments
+             for student in students_in(root)]
+    return [found_one for found_one in found if found_one.exists]

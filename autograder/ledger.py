@@ -18,7 +18,7 @@ from pathlib import Path
 class Entry:
     assignment: str
     student: str
-    sha256: str  # of the handed-in notebook file; "" when there was none
+    sha256: str  # the hand-in's fingerprint (autograder.handin.HandIn.fingerprint); "" when there was none
     reason: str  # "" when nothing needs the instructor's attention
     seconds: float  # wall time of its autograde
     release: str = ""  # the assignment's release_fingerprint when it was graded ("" in a ledger from before it)

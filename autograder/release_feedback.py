@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder.handin import FROM_SUBMIT
 from autograder.nbgrader_run import nbgrader
-
-
-NEEDED = ("timestamp.txt", "submission_secret.txt")  # what nbgrader submit stores beside a hand-in, and feedback keeps
 
 
 def release_feedback(root: Path, assignment: str) -> tuple[list[str], list[str], str]:
@@ -27,7 +25,7 @@ def release_feedback(root: Path, assignment: str) -> tuple[list[str], list[str],
         pages = sorted((folder / student / assignment).glob("*.html"))
         if not pages:
             continue
-        lacks = [name for name in NEEDED if not (folder / student / assignment / name).is_file()]
+        lacks = [name for name in FROM_SUBMIT if not (folder / student / assignment / name).is_file()]
         if not lacks:
             released.append(student)
         else:

@@ -15,7 +15,6 @@ from pathlib import Path
 import nbformat
 
 from autograder import handin
-from autograder.grading import students_in
 from autograder.preflight import nbgrader_metadata, notebooks_in, re_uploads
 
 REFERENCE_SUFFIXES = (".py", ".ipynb")  # what a --reference folder holds that is compared (code only)
@@ -79,24 +78,20 @@ def read_notebook(path: Path):
 def class_solutions(root: Path, assignments: list[str]) -> tuple[list[Solution], list[str]]:
     """Every solution cell handed in under `root/submitted` for `assignments`, and a note for each hand-in that
     gave nothing to compare (a link, no notebook, not a notebook)."""
-    submitted = root / "submitted"
     solutions, notes = [], []
-    for student in students_in(root):
-        for assignment in assignments:
-            folder = submitted / student / assignment
-            linked = handin.folder_link(submitted, student, assignment)
-            if linked:
-                notes.append(f"{student} / {assignment}: {linked}")
-                continue
-            if not folder.is_dir():
-                continue
-            path = handed_in_notebook(folder, assignment)
-            notebook = read_notebook(path) if path else None
-            if notebook is None:
-                notes.append(f"{student} / {assignment}: no readable notebook, nothing compared")
-                continue
-            solutions += [Solution(student, assignment, exercise, code)
-                          for exercise, code in solution_code(notebook).items()]
+    for hand in sorted(handin.hand_ins(root, assignments), key=lambda h: (h.student, assignments.index(h.assignment))):
+        if hand.link:
+            notes.append(f"{hand.student} / {hand.assignment}: {hand.link}")
+            continue
+        if not hand.folder.is_dir():
+            continue
+        path = handed_in_notebook(hand.folder, hand.assignment)
+        notebook = read_notebook(path) if path else None
+        if notebook is None:
+            notes.append(f"{hand.student} / {hand.assignment}: no readable notebook, nothing compared")
+            continue
+        solutions += [Solution(hand.student, hand.assignment, exercise, code)
+                      for exercise, code in solution_code(notebook).items()]
     return solutions, notes
 
 
