@@ -375,9 +375,25 @@ def test_make_clean_keeps_the_grades_and_new_term_deletes_nothing(tmp_path):
     for name in term_files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(name)
-    moved = subprocess.run(["make", "new-term"], cwd=tmp_path, check=True, capture_output=True, text=True)
+    exchange = tmp_path / "exchange"  # the term's hand-ins, releases and feedback in nbgrader's exchange layout
+    course = exchange / COURSE
+    exchanged = [f"inbound/alice+{MASKING}+2026-12-04 16:59:00.000000 UTC+abc/{MASKING}.ipynb",
+                 f"outbound/{MASKING}/{MASKING}.ipynb", "feedback/0123abcd.html"]
+    for name in exchanged:
+        (course / name).parent.mkdir(parents=True, exist_ok=True)
+        (course / name).write_text(name)
+    (course / "inbound").chmod(0o733)  # as nbgrader release_assignment leaves it: every student may submit
+    (tmp_path / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.course_id = {COURSE!r}\nc.Exchange.root = {str(exchange)!r}\n")
+    moved = subprocess.run(["make", "new-term", f"PY={sys.executable}"], cwd=tmp_path, check=True,
+                           capture_output=True, text=True)
     assert "nothing was deleted" in moved.stdout
     archives = list((tmp_path / "archive").iterdir())
     assert len(archives) == 1
     for name in term_files:
         assert not (tmp_path / name).exists() and (archives[0] / name).read_text() == name, name
+    for name in exchanged:
+        assert (archives[0] / "exchange" / COURSE / name).read_text() == name, f"{name}: {moved.stdout}"
+    assert [list((course / folder).iterdir()) for folder in ("inbound", "outbound", "feedback")] == [[], [], []], \
+        "the new term's nbgrader collect would bring last term's hand-ins back"
+    assert (course / "inbound").stat().st_mode & 0o777 == 0o733, "students can still submit"
