@@ -6,6 +6,7 @@ from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import STUDENTS
 from autograder.mistakes import for_exercise
+from autograder.scores import PENDING, PENDING_NOTE
 from course.about import NOTEBOOKS
 
 # Graded cells the partial student fails: a known mistake in four exercises, one left unanswered.
@@ -92,6 +93,23 @@ def test_broken_and_invalid_submissions_have_a_clear_reason(demo_class):
         assert "was deleted or relabelled; restored from the assignment" in broken, "preflight reports the deleted cell"
         assert reasons[("demo_perfect", assignment)] == ""
     assert "Needs a look:" in result.stdout and "demo_invalid" in result.stdout
+
+
+def test_the_demo_score_file_gives_the_one_number(demo_class):
+    """reports/demo_scores.csv: grades.csv's score and max_score (written answers included), the written answers
+    not graded yet counted; the terminal says the same, marked once."""
+    root, result = demo_class
+    with open(root / "reports" / "demo_scores.csv") as f:
+        rows = {(r["student"], r["assignment"]): r for r in csv.DictReader(f)}
+    with open(root / "grades.csv") as f:
+        exported = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+    assert set(rows) == set(exported)
+    for key, row in rows.items():
+        assert (float(row["score"]), float(row["max_score"])) == (float(exported[key]["score"]),
+                                                                  float(exported[key]["max_score"])), (key, row)
+    assert int(rows[("demo_perfect", "03_masking")]["written_answers_not_graded"]) > 0
+    assert float(rows[("demo_perfect", "03_masking")]["max_score"]) > 9, "the written answers' points are counted"
+    assert PENDING_NOTE in result.stdout and f"({PENDING})" not in result.stdout, result.stdout[-3000:]
 
 
 def test_score_table_and_export_are_written(demo_class):
