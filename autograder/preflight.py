@@ -14,6 +14,7 @@ A notebook that is a link is no notebook handed in: it is never read, and nothin
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import re
 import shutil
@@ -45,10 +46,24 @@ def _graded_cells(notebook) -> dict[str, object]:
     return {nbgrader_metadata(c)["grade_id"]: c for c in notebook.cells if nbgrader_metadata(c).get("grade_id")}
 
 
+def _with_cell_ids(raw):
+    """The notebook's JSON with an id for every cell nbformat 4.5 wants one for and that was saved without one (an
+    older front end's save): nbformat would add them itself, with a MissingIDFieldWarning on every grading run."""
+    if not (isinstance(raw, dict) and raw.get("nbformat") == 4 and raw.get("nbformat_minor", 0) >= 5):
+        return raw
+    cells = [cell for cell in raw.get("cells", []) if isinstance(cell, dict)]
+    taken = {cell.get("id") for cell in cells}
+    for index, cell in enumerate(cells):
+        if "id" not in cell:
+            cell["id"] = next(name for n in itertools.count() if (name := f"cell-{index}-{n}") not in taken)
+            taken.add(cell["id"])
+    return raw
+
+
 def _read(path: Path) -> tuple[object | None, str]:
     try:
-        json.loads(path.read_text())
-        notebook = nbformat.read(path, as_version=4)
+        raw = _with_cell_ids(json.loads(path.read_text()))
+        notebook = nbformat.reads(json.dumps(raw), as_version=4)
         nbformat.validate(notebook)
     except json.JSONDecodeError as exc:
         return None, (f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}): graded 0; "

@@ -2,6 +2,7 @@
 which changes are the student's. The whole term (tests/test_term.py) shows the same through real grading."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -156,3 +157,21 @@ def test_a_notebook_that_is_a_link_is_never_graded_nor_written_through(tmp_path)
     alone.mkdir(parents=True)
     (alone / f"{MASKING}.ipynb").symlink_to(classmate)
     assert _check(alone).fatal == f"no notebook named {MASKING}.ipynb was handed in: graded 0"
+
+
+def test_a_notebook_saved_without_cell_ids_is_read_without_a_warning(tmp_path):
+    """Older Jupyter front ends save nbformat 4.5 cells without ids: nbformat gives them ids, and its
+    MissingIDFieldWarning reached the instructor's terminal on every grading run."""
+    import warnings
+
+    from autograder.preflight import _read
+
+    saved = json.loads(nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])))
+    for cell in saved["cells"]:
+        del cell["id"]
+    path = tmp_path / "01_positional_encoding.ipynb"
+    path.write_text(json.dumps(saved))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        notebook, why = _read(path)
+    assert why == "" and notebook.cells[0].source == "x = 1" and notebook.cells[0].id
