@@ -13,6 +13,13 @@ scoring. Timed: `python -m autograder similarity --jobs 2`'s work (screen, CSV, 
 
     .venv/bin/python bench/similarity.py                    # corpus figures, then 50, 100 and 200 students
     .venv/bin/python bench/similarity.py --students 200     # one class size
+    .venv/bin/python bench/similarity.py --students --seeds 7 11   # the corpus figures only, corpus B's seeds
+
+Issue 40 adds a second class, tests/similarity_corpus_b.py (its own sources and disguises, a partial copy, idiom
+students, two honest students who took one layer from the same public tutorial), drawn from each `--seeds` value and
+measured the same way: pairs flagged, precision and recall of the flags, ROC AUC of the evidence (copy pairs
+against every other pair), the partial copy's rank, and copydetect's own similarity (one file per student, the
+release's code and the class-common code set aside, flagged above its default display threshold) on the same class.
 """
 from __future__ import annotations
 
@@ -24,12 +31,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from copydetect import compare_files  # noqa: E402
 
 from autograder.similarity.screen import screen, write  # noqa: E402
 from course.about import NOTEBOOKS  # noqa: E402
 from tests import similarity_corpus as corpus  # noqa: E402
+from tests import similarity_corpus_b as corpus_b  # noqa: E402
 
+COPYDETECT_DISPLAY = 0.33  # copydetect's default display threshold: pairs above it are in its report
 TRANSFORMS = [lambda code: code, corpus.renamed, corpus.comments_rewritten, corpus.reordered,
               corpus.dead_code_added]
 
@@ -72,6 +85,83 @@ def corpus_figures() -> list[str]:
     return rows
 
 
+def copydetect_scores(found) -> dict[tuple[str, str], float]:
+    """copydetect's similarity of every pair of students, as if each student were one file of all their answers:
+    the tokens of each that overlap the other over the tokens of each, the larger of the two (its display
+    similarity), with the screen's boilerplate and class-common code already set aside."""
+    coverage = {s: 0.0 for s in found.students}
+    for by_student in found.cells.values():
+        for student, cell in by_student.items():
+            coverage[student] += cell.token_coverage
+    overlap: dict[tuple[str, str], list[float]] = {}
+    for by_student in found.cells.values():
+        names = sorted(by_student)
+        for i, first in enumerate(names):
+            for second in names[i + 1:]:
+                _, _, (slices1, slices2) = compare_files(by_student[first], by_student[second])
+                if len(slices1) and slices1.ndim == 2 and slices1.shape[1]:
+                    both = overlap.setdefault((first, second), [0.0, 0.0])
+                    both[0] += float(np.sum(slices1[1] - slices1[0]))
+                    both[1] += float(np.sum(slices2[1] - slices2[0]))
+    return {pair: max(a / (coverage[pair[0]] or 1), b / (coverage[pair[1]] or 1))
+            for pair, (a, b) in overlap.items()}
+
+
+def class_row(label: str, found, positives: set, partial: tuple[str, str] | None) -> list[str]:
+    """The figures of one screened class: the screen's and copydetect's, one row each."""
+    everyone = found.students
+    all_pairs = {(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]}
+    rows = []
+    screen_scores = {(p.first, p.second): p.evidence for p in found.pairs}
+    screen_flagged = {(p.first, p.second) for p in found.pairs if p.flagged}
+    detector = copydetect_scores(found)
+    detector_flagged = {k for k, v in detector.items() if v > COPYDETECT_DISPLAY}
+    for tool, scores, flagged in (("the screen", screen_scores, screen_flagged),
+                                  ("copydetect", detector, detector_flagged)):
+        scores = {k: scores.get(k, 0.0) for k in all_pairs}
+        precision, recall = corpus.precision_recall(flagged, positives)
+        auc = corpus.roc_auc(scores, positives)
+        rank = "-"
+        if partial:
+            ranked = sorted(all_pairs, key=lambda k: (-scores[k], k))
+            place = ranked.index(partial) + 1
+            above = sum(1 for k in ranked[:place - 1] if k not in positives)
+            rank = f"#{place} ({above})"
+        rows.append(f"| {label} | {tool} | {len(flagged)} of {len(all_pairs)} | {precision:.3f} | {recall:.2f} | "
+                    f"{auc:.4f} | {rank} |")
+    return rows
+
+
+def corpus_b_rows(seeds: list[int]) -> list[str]:
+    rows = []
+    for seed in seeds:
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder) / "course"
+            root.mkdir()
+            copies = corpus_b.build_class(root, seed)
+            references = corpus_b.write_references(Path(folder))
+            found = screen(root, list(NOTEBOOKS), [references], jobs=2)
+            positives = {tuple(sorted(k)) for k in copies.items()}
+            partial = tuple(sorted(("copy_partial", copies["copy_partial"])))
+            rows += class_row(f"corpus B, seed {seed}", found, positives, partial)
+            attributed = [f"{p.first}->{p.second}" for p in found.references if p.flagged]
+            rows.append(f"| corpus B, seed {seed} | the screen, reference files | flagged: "
+                        f"{', '.join(attributed) or 'none'} | | | | |")
+    return rows
+
+
+def corpus_a_rows() -> list[str]:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        copies = corpus.build_class(root)
+        references = corpus.write_references(root / "refs")
+        found = screen(root, list(NOTEBOOKS), [references], jobs=2)
+        everyone = found.students
+        positives = {(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]
+                     if corpus.is_copy_pair(a, b, copies)}
+        return class_row("tests/ corpus", found, positives, None)
+
+
 def synthetic_class(root: Path, students: int, seed: int = 0) -> None:
     honest = corpus.honest_cells()
     by_exercise: dict[str, list[str]] = {}
@@ -109,7 +199,12 @@ def main() -> None:
     parser.add_argument("--students", type=int, nargs="*", default=[50, 100, 200])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-corpus", action="store_true")
+    parser.add_argument("--seeds", type=int, nargs="*", default=[7, 11], help="corpus B's seeds")
     args = parser.parse_args()
+    print("| class | tool | pairs flagged | precision | recall | ROC AUC | partial copy's rank (honest above) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(corpus_a_rows() + corpus_b_rows(args.seeds)), flush=True)
+    print()
     if not args.no_corpus:
         print("| what | corpus | precision | recall | ROC AUC | evidence |")
         print("| --- | --- | --- | --- | --- | --- |")
