@@ -81,6 +81,9 @@ freqs = 1.0 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_mod
 theta = k * freqs
 ~~~~
 theta = torch.tensor([k / 10000 ** (2 * i / d_model) for i in range(d_model // 2)], dtype=torch.float64)
+~~~~
+half = torch.arange(d_model // 2, dtype=torch.float64)
+theta = k * torch.pow(10000.0, -2.0 * half / d_model)
 ----
 rotation = torch.zeros(d_model, d_model, dtype=torch.float64)
 for i in range(d_model // 2):
@@ -90,6 +93,13 @@ for i in range(d_model // 2):
 ~~~~
 blocks = [torch.tensor([[torch.cos(t), torch.sin(t)], [-torch.sin(t), torch.cos(t)]]) for t in theta]
 rotation = torch.block_diag(*blocks)
+~~~~
+rotation = torch.zeros(d_model, d_model, dtype=torch.float64)
+even = torch.arange(0, d_model, 2)
+rotation[even, even] = torch.cos(theta)
+rotation[even + 1, even + 1] = torch.cos(theta)
+rotation[even, even + 1] = torch.sin(theta)
+rotation[even + 1, even] = -torch.sin(theta)
 ----
 return rotation.to(dtype=dtype or torch.get_default_dtype(), device=device)
 ~~~~
@@ -104,6 +114,9 @@ nn.init.normal_(self.embed.weight, mean=0.0, std=d_model ** -0.5)
 self.embed = nn.Embedding(vocab_size, d_model)
 with torch.no_grad():
     self.embed.weight.normal_(0, 1 / math.sqrt(d_model))
+~~~~
+self.embed = nn.Embedding(vocab_size, d_model)
+self.embed.weight.data = torch.randn(vocab_size, d_model) / d_model ** 0.5
 ----
 self.d_model, self.max_len = d_model, max_len
 self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
@@ -123,6 +136,9 @@ if T > self.max_len:
 return self.embed(tokens) * math.sqrt(self.d_model) + self.pe[:length]
 ~~~~
 return self.embed(tokens) * self.scale + self.table[:T].to(self.embed.weight.dtype)
+~~~~
+scaled = self.embed(tokens) * math.sqrt(self.d_model)
+return scaled + self.pe[:length].to(scaled.dtype)
 """,
     "attention": """
 d_k = Q.shape[-1]
@@ -716,6 +732,21 @@ HABITS = [
     (r"\brange\(0, ([^,()]+)\)", r"range(\1)"),
     (r"\.float\(\)", ".to(torch.float32)"),
     (r"\.unsqueeze\(0\)", "[None]"),
+    (r"\b2 \* (\w+)", r"\1 * 2"),
+    (r"\btorch\.tensor\(", "torch.as_tensor("),
+    (r"\bif (\w+) is None:", r"if \1 == None:"),
+    (r"\.to\(device\)", ".to(device=device)"),
+    (r"\btorch\.long\b", "torch.int64"),
+    (r"\btorch\.float64\b", "torch.double"),
+    (r"\bF\.cross_entropy\(", "nn.functional.cross_entropy("),
+    (r"\bnn\.ModuleList\(", "torch.nn.ModuleList("),
+    (r"\bLayerNorm\(d_model\)", "LayerNorm(d_model, eps=1e-5)"),
+    (r"\b1\.0 / ", "1 / "),
+    (r"\.size\(0\)", ".shape[0]"),
+    (r"\bmath\.(sin|cos)\(([^()]*)\)", r"torch.\1(torch.as_tensor(\2))"),
+    (r"\bnext\(model\.parameters\(\)\)", "list(model.parameters())[0]"),
+    (r"\bfor (\w+) in range\(([^()]*)\):", r"for \1 in list(range(\2)):"),
+    (r", keepdim=True\)", ", keepdim=True).clone()"),
 ]
 
 
@@ -859,6 +890,32 @@ def _assigned_name(step: str) -> str | None:
     return found.group(1) if found and not step.split("\n")[-1].startswith(" ") else None
 
 
+def _balanced(line: str) -> bool:
+    """The line opens as many brackets as it closes (it is a whole statement)."""
+    return sum(line.count(c) for c in "([{") == sum(line.count(c) for c in ")]}")
+
+
+def in_own_words(step: str, rng: random.Random, chance: float = 0.35) -> str:
+    """`step` with some of its lines written the student's own way: an assignment annotated or its value in
+    brackets, a returned value named first. Two honest students who chose the same way of a step still differ
+    here and there, as two people writing the same idea do."""
+    out = []
+    for line in step.split("\n"):
+        indent = line[:len(line) - len(line.lstrip())]
+        assignment = re.match(r"^(\s*)([A-Za-z_][\w.]*) = (.+[^:,(\[{\\])$", line)
+        returned = re.match(r"^(\s*)return (.+[^:,(\[{\\])$", line)
+        if not _balanced(line):
+            pass
+        elif assignment and rng.random() < chance:
+            _, name, value = assignment.groups()
+            line = rng.choice([f"{indent}{name}: torch.Tensor = {value}", f"{indent}{name} = ({value})"])
+        elif returned and rng.random() < chance and "," not in returned.group(2):
+            out.append(f"{indent}result = {returned.group(2)}")
+            line = f"{indent}return result"
+        out.append(line)
+    return "\n".join(out)
+
+
 def written(grade_id: str, rng: random.Random, style: dict, first_ways: bool = False) -> list[str]:
     """The bodies of one student's answer to `grade_id`: one way of every step, in the student's style."""
     bodies = []
@@ -866,7 +923,7 @@ def written(grade_id: str, rng: random.Random, style: dict, first_ways: bool = F
         lines = []
         for step in slot.split(STEP):
             ways = step.split(WAY)
-            chosen = ways[0] if first_ways else rng.choice(ways)
+            chosen = ways[0] if first_ways else in_own_words(rng.choice(ways), rng)
             if style.get("comments") and rng.random() < 0.5:
                 lines.append(rng.choice(COMMENTS))
             lines.append(chosen)
@@ -1005,8 +1062,12 @@ def methods_swapped(code: str) -> str:
     return code
 
 
-def padded(code: str) -> str:
-    """A dead statement at the top of every function body and an unused helper at the end."""
+SPARE_HELPER = "\n\n\ndef _spare(items):\n    kept = [i for i in items if i]\n    return len(kept)\n"
+
+
+def padded(code: str, dead: str = "_checked = isinstance(None, object)", helper: str = SPARE_HELPER) -> str:
+    """A dead statement at the top of every function body and an unused helper at the end (each copier its own:
+    the same dead code in two copies would be a passage those two share)."""
     tree = ast.parse(code)
     lines = code.split("\n")
     inserts = []
@@ -1014,14 +1075,29 @@ def padded(code: str) -> str:
         body = function.body
         first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             else body[0]
-        inserts.append((first.lineno - 1, " " * first.col_offset + "_checked = isinstance(None, object)"))
+        inserts.append((first.lineno - 1, "\n".join(" " * first.col_offset + part for part in dead.split("\n"))))
     for at, line in sorted(inserts, reverse=True):
         lines.insert(at, line)
-    return "\n".join(lines) + "\n\n\ndef _spare(items):\n    kept = [i for i in items if i]\n    return len(kept)\n"
+    return "\n".join(lines) + helper
+
+
+def methods_rotated(code: str) -> str:
+    """A class's first method moved to its end."""
+    tree = ast.parse(code)
+    lines = code.split("\n")
+    node = tree.body[-1]
+    methods = [m for m in node.body if isinstance(m, ast.FunctionDef)] if isinstance(node, ast.ClassDef) else []
+    if len(methods) < 2:
+        return code
+    first, last = methods[0], methods[-1]
+    moved = lines[first.lineno - 1:first.end_lineno]
+    return "\n".join(lines[:first.lineno - 1] + lines[first.end_lineno:last.end_lineno] + [""] + moved
+                     + lines[last.end_lineno:])
 
 
 def all_disguises(code: str) -> str:
-    return padded(methods_swapped(restyled(respelled(code))))
+    return padded(methods_rotated(restyled(respelled(code))), "if not True:\n    raise SystemExit",
+                  "\n\n\nclass _Later:\n    note = 'kept'\n")
 
 
 # copier -> (honest student copied, disguise, the exercises copied: None for all)

@@ -1,9 +1,12 @@
-"""The similarity screen (issue 31) on a corpus of honest solutions and copies (tests/similarity_corpus.py).
+"""The similarity screen (issues 31 and 40) on two corpora of honest solutions and copies: tests/similarity_corpus.py
+and tests/similarity_corpus_b.py (a class built apart, with its own sources and disguises, that the scoring was not
+tuned on).
 
 Hand-ins are written with nbformat into a scratch folder laid out as grading lays them out; nothing is graded. The
-corpus proves the ranking (every copy above every honest pair, no honest pair flagged, a copy of public code named
-after its file) and that the shared-code safeguard is what keeps honest pairs unflagged; the command line runs
-twice under different hash seeds and must write the same files.
+corpora prove the ranking and the flags (every copy flagged, as a pair or against the public file it came from; at
+least 9 in 10 flagged pairs real copies; the partial copy flagged; the idiom students and the pair who used one
+public tutorial not flagged) and that the shared-code safeguard is what keeps honest pairs unflagged; the command
+line runs twice under different hash seeds and must write the same files.
 """
 from __future__ import annotations
 
@@ -18,11 +21,14 @@ import pytest
 
 from autograder.paths import notebook_path
 from autograder.similarity import collect
-from autograder.similarity.scoring import FLAG_EVIDENCE, ExerciseMatch, PairEvidence
+from autograder.similarity.fingerprints import fingerprint
+from autograder.similarity.scoring import (CORROBORATED, exercise_evidence, is_short, length_weight,
+                                           student_pairs)
 from autograder.similarity.screen import screen
 from autograder.similarity.table import NOT_A_VERDICT
 from course.about import NOTEBOOKS
 from tests import similarity_corpus as corpus
+from tests import similarity_corpus_b as corpus_b
 from tests.conftest import copy_course
 
 ASSIGNMENTS = list(NOTEBOOKS)
@@ -43,22 +49,75 @@ def screened(corpus_class):
     return screen(root, ASSIGNMENTS, [references], jobs=2), copies
 
 
+@pytest.fixture(scope="module")
+def screened_b(tmp_path_factory):
+    """Corpus B drawn from seed 7 (bench/README.md gives seeds 7 and 11), screened with its public files."""
+    root = tmp_path_factory.mktemp("similarity_b") / "course"
+    root.mkdir()
+    copies = corpus_b.build_class(root, seed=7)
+    references = corpus_b.write_references(root.parent)
+    return screen(root, ASSIGNMENTS, [references], jobs=2), copies
+
+
 def _honest(pair, copies) -> bool:
     return not corpus.is_copy_pair(pair.first, pair.second, copies)
 
 
-def test_every_copy_ranks_above_every_honest_pair_and_no_honest_pair_is_flagged(screened):
+def _flagged_against(found, student: str) -> set[str]:
+    return {m.second for m in found.references if m.first == student and m.flagged}
+
+
+def test_every_copy_is_flagged_as_a_pair_or_against_its_public_file_and_no_honest_pair_is_flagged(screened):
     found, copies = screened
     ranked = {(p.first, p.second): p for p in found.pairs}
     for copier, original in copies.items():
         pair = ranked.get(tuple(sorted((copier, original))))
-        assert pair is not None and pair.flagged, f"{copier} (a copy of {original}) is not flagged"
-    copy_pairs = [p for p in found.pairs if not _honest(p, copies)]
+        public = f"public/{original}.py"
+        if original in corpus.PUBLIC:  # both hand in a public file's code: it is attributed to the file
+            assert public in _flagged_against(found, copier) & _flagged_against(found, original), copier
+        else:
+            assert pair is not None and pair.flagged, f"{copier} (a copy of {original}) is not flagged"
     honest_pairs = [p for p in found.pairs if _honest(p, copies)]
-    assert len(copy_pairs) == len(copies) and len(honest_pairs) > 50
-    assert min(p.evidence for p in copy_pairs) > 2 * max(p.evidence for p in honest_pairs)
-    assert found.pairs[:len(copy_pairs)] == sorted(copy_pairs, key=PairEvidence.sort_key)
+    assert len(found.students) == 14 and len(honest_pairs) > 20
     assert [f"{p.first}-{p.second}" for p in honest_pairs if p.flagged] == []
+    assert found.pairs[0].first == "copy_renamed" and found.pairs[0].second == "loops"
+    assert found.pairs[0].evidence > 4 * found.pairs[0].threshold
+
+
+def _copy_pair_b(pair, copies) -> bool:
+    return corpus_b.is_copy_pair(pair.first, pair.second, copies)
+
+
+def test_on_a_class_it_was_not_tuned_on_every_copy_is_flagged_and_nine_in_ten_flags_are_copies(screened_b):
+    found, copies = screened_b
+    ranked = {(p.first, p.second): p for p in found.pairs}
+    for copier, original in copies.items():
+        pair = ranked[tuple(sorted((copier, original)))]
+        assert pair.flagged, f"{copier} (a copy of {original}): evidence {pair.evidence:.2f} < {pair.threshold:.2f}"
+    flagged = [p for p in found.pairs if p.flagged]
+    copies_flagged = [p for p in flagged if _copy_pair_b(p, copies)]
+    assert len(copies_flagged) / len(flagged) >= 0.9, [f"{p.first}-{p.second} {p.evidence:.2f}" for p in flagged]
+    partial = ranked[tuple(sorted(("copy_partial", copies["copy_partial"])))]
+    copied = {"masked_attention", "multi_head_attention", "evaluate"}
+    assert copied <= {m.exercise for m in partial.matched[:4]}, partial.matched
+    assert all(m.evidence <= 1 for p in found.pairs for m in p.matches)  # no one cell outweighs the rest
+
+
+def test_the_idiom_students_and_the_pair_who_used_one_tutorial_are_not_flagged(screened_b):
+    found, copies = screened_b
+    idiom = [p for p in found.pairs if p.first.startswith("idiom_") and p.second.startswith("idiom_")]
+    assert len(idiom) == 10 and not [f"{p.first}-{p.second} {p.evidence:.2f}" for p in idiom if p.flagged]
+    short = [m for p in idiom for m in p.matches if m.exercise in corpus_b.SHORT_EXERCISES]
+    assert short and all(m.evidence < 0.5 for m in short)
+    tutorial = {(p.first, p.second): p for p in found.pairs}.get(("tutorial_a", "tutorial_b"))
+    assert tutorial is None or not tutorial.flagged
+    assert tutorial is None or "layer_norm" not in {m.exercise for m in tutorial.matched}  # it is the file's
+    for student in ("tutorial_a", "tutorial_b"):
+        layer = [m for p in found.references if p.first == student and p.second == "public/layers_tutorial.py"
+                 for m in p.matches if m.exercise == "layer_norm"]
+        assert layer and layer[0].overlap > 0.8, student
+    assert {(m.first, m.second) for m in found.references if m.flagged} == {
+        (corpus_b.PUBLIC_COPIER, "public/minimal_gpt.py")}
 
 
 def test_a_copy_of_public_code_is_attributed_to_its_file(screened):
@@ -74,28 +133,26 @@ def test_a_copy_of_public_code_is_attributed_to_its_file(screened):
     assert sum(m.flagged for m in found.references) == 12  # the six public sources and their six copies
 
 
-def test_without_setting_shared_code_aside_honest_pairs_would_be_flagged(corpus_class, screened):
-    root, copies, references = corpus_class
-    found, _ = screened
-    assert sum(found.set_aside.values()) > 0
-    plain = screen(root, ASSIGNMENTS, set_aside_shared=False, jobs=2)
-    assert sum(plain.set_aside.values()) == 0
-    wrongly = [p for p in plain.pairs if p.flagged and _honest(p, copies)]
-    assert len(wrongly) >= 10, "the corpus no longer shows what the shared-code safeguard is for"
+def test_the_tutorial_layer_counts_for_the_pair_only_when_the_tutorial_is_not_given(screened_b):
+    found, _ = screened_b
+    without_references = {(p.first, p.second): p for p in student_pairs(found.cells)}
+    layer = [m for m in without_references[("tutorial_a", "tutorial_b")].matches if m.exercise == "layer_norm"]
+    assert layer and layer[0].overlap > 0.8
 
 
-def test_a_short_cell_is_marked_and_never_flags_a_pair_alone(screened):
+def test_short_is_measured_in_what_the_student_wrote_and_one_exercise_never_flags_a_pair(screened):
     found, _ = screened
-    attention = found.cells[("02_attention", "attention")]
-    assert attention["nanogpt"].hash_idx and len(attention["nanogpt"].hash_idx) < 40
-    marks = {m.short for p in found.pairs for m in p.matches if m.exercise == "attention" and "nanogpt" in
-             (p.first, p.second)}
-    assert marks == {True}
-    short = ExerciseMatch("02_attention", "attention", 2 * FLAG_EVIDENCE, 30, 1.0, short=True)
-    judged = ExerciseMatch("03_masking", "masked_attention", 2 * FLAG_EVIDENCE, 60, 1.0, short=False)
-    assert not PairEvidence("a", "b", "students", [short]).flagged
-    assert PairEvidence("a", "b", "students", [judged]).flagged
-    assert PairEvidence("a", "b", "students", [short, ExerciseMatch("02_attention", "x", 5, 5, 1.0, True)]).flagged
+    stub = corpus_b.stubs()["chunk"][1]
+    plain = corpus_b.fill(stub, ["n = len(ids) // seq_len\nreturn ids[: n * seq_len].view(n, seq_len)"])
+    padded = corpus_b.fill(stub, ['n = len(ids) // seq_len\n# how many windows fit\nprint("windows:", n)\n'
+                                  'print("ids shape", ids.shape, "seq_len", seq_len)\n\n'
+                                  'return ids[: n * seq_len].view(n, seq_len)'])
+    short, printed = fingerprint(plain, "a", stub=stub), fingerprint(padded, "b", stub=stub)
+    assert len(printed.hash_idx) > 1.5 * len(short.hash_idx)  # the prints add fingerprints ...
+    assert printed.written == short.written and is_short(printed.written)  # ... not what the student wrote
+    assert length_weight(short.written) < 0.5
+    assert exercise_evidence(1.0, 0.0, 100, short.written) < 0.5  # a whole short cell shared weighs little
+    assert max(m.evidence for p in found.pairs for m in p.matches) <= 1.0 < CORROBORATED
 
 
 def _hand_in(root: Path, student: str, assignment: str, cells: dict[str, str]) -> Path:
@@ -150,11 +207,11 @@ def test_the_command_ranks_the_same_under_any_hash_seed_and_writes_offline_pages
     assert pages == sorted(p.relative_to(second) for p in second.glob("*/*.html"))
     flagged = [row for name in ("similarity.csv", "references.csv")
                for row in (first / name).read_text().splitlines() if ",yes," in row]
-    assert len(pages) == len(flagged) == len(copies) + 12  # a page for each flagged pair: 7 copies, 12 attributions
+    assert len(pages) == len(flagged) == 1 + 12  # a page for each flagged pair: the copy of loops, 12 attributions
     stdout = outputs[0][0]
     assert NOT_A_VERDICT in stdout and "FLAGGED" in stdout and "public/nanogpt.py" in stdout
     rows = (first / "similarity.csv").read_text().splitlines()
-    assert rows[0].startswith("rank,kind,first,second,evidence,flagged") and len(rows) > 50
+    assert rows[0].startswith("rank,kind,first,second,evidence,flagged") and len(rows) > 20
     page = (first / "pairs" / "copy_renamed--loops.html").read_text()
     assert NOT_A_VERDICT in page and page.count("<mark>") > 20
     for path in pages:  # nothing a browser would fetch: no script, no stylesheet or image from anywhere

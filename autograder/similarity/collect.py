@@ -53,6 +53,11 @@ def release_code(release_notebook: Path) -> str:
     return "\n\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
 
 
+def release_stubs(release_notebook: Path) -> dict[str, str]:
+    """`grade_id -> source` of the release notebook's solution cells: the stubs the students were given."""
+    return solution_code(nbformat.read(release_notebook, as_version=4))
+
+
 def handed_in_notebook(folder: Path, assignment: str) -> Path | None:
     """The notebook grading would take from a student's assignment folder (None when there is none), found
     read-only and never through a link."""

@@ -11,7 +11,11 @@ winnowing and the matching are the library's, unchanged.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
+import io
+import tokenize
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +46,7 @@ class Fingerprint:
     hash_idx: dict = field(repr=False)  # hash -> its positions in the normalised code (boilerplate removed)
     k: int = NOISE_THRESHOLD
     hashes: set = field(default_factory=set)  # the fingerprints that count (boilerplate, and later shared code, out)
+    written: int = 0  # what the student wrote, in code tokens (`written_tokens`)
 
     @property
     def token_coverage(self) -> float:
@@ -51,7 +56,49 @@ class Fingerprint:
     def without(self, hashes: set) -> "Fingerprint":
         """The same code with `hashes` no longer counted."""
         return Fingerprint(self.filename, self.raw_code, self.filtered_code, self.offsets, self.hash_idx, self.k,
-                           self.hashes - hashes)
+                           self.hashes - hashes, self.written)
+
+
+_LAYOUT = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+
+
+class _WithoutDocstringsAndPrints(ast.NodeTransformer):
+    """Drops the statements that are only a string (docstrings) or a call of `print`."""
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for name in ("body", "orelse", "finalbody"):
+            body = getattr(node, name, None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.AST):
+                kept = [s for s in body if not _docstring_or_print(s)]
+                setattr(node, name, kept or [ast.Pass()])
+        return node
+
+
+def _docstring_or_print(statement: ast.AST) -> bool:
+    if not isinstance(statement, ast.Expr):
+        return False
+    value = statement.value
+    return isinstance(value, ast.Constant) or (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                                               and value.func.id == "print")
+
+
+def code_tokens(code: str) -> Counter:
+    """The code tokens of `code` without comments, docstrings, `print` calls and layout, counted."""
+    try:
+        code = ast.unparse(_WithoutDocstringsAndPrints().visit(ast.parse(code)))
+    except (SyntaxError, ValueError, RecursionError):
+        pass  # not Python as a whole: its tokens as they stand
+    try:
+        return Counter(t.string for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type not in _LAYOUT)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return Counter()
+
+
+def written_tokens(code: str, stub: str = "") -> int:
+    """How much the student wrote: the code tokens of `code` that the release's `stub` of the cell does not hold
+    (comments, docstrings, prints and blank lines are not counted, so a short answer padded with them stays short)."""
+    return sum((code_tokens(code) - code_tokens(stub)).values())
 
 
 def normalised(code: str) -> tuple[str, np.ndarray]:
@@ -77,12 +124,14 @@ def all_kgram_hashes(code: str) -> set[int]:
     return set(stable_kgram_hashes(filtered).tolist()) if len(filtered) >= NOISE_THRESHOLD else set()
 
 
-def fingerprint(code: str, filename: str, boilerplate: set[int] = frozenset()) -> Fingerprint:
-    """The fingerprints of `code`, those of `boilerplate` (released code) left out."""
+def fingerprint(code: str, filename: str, boilerplate: set[int] = frozenset(), stub: str = "") -> Fingerprint:
+    """The fingerprints of `code`, those of `boilerplate` (released code) left out, and how much of it the student
+    wrote beyond the release's `stub` of the cell."""
     filtered, offsets = normalised(code)
     positions = winnowed(filtered)
     kept = {h: p for h, p in positions.items() if h not in boilerplate}
-    return Fingerprint(filename, code, filtered, offsets, kept, NOISE_THRESHOLD, set(kept))
+    return Fingerprint(filename, code, filtered, offsets, kept, NOISE_THRESHOLD, set(kept),
+                       written_tokens(code, stub) if stub else 0)
 
 
 _BOILERPLATE: dict = {}  # a worker's copy of the boilerplate, by key (set once per worker by `_keep_boilerplate`)
@@ -93,14 +142,14 @@ def _keep_boilerplate(boilerplate: dict) -> None:
     _BOILERPLATE.update(boilerplate)
 
 
-def _fingerprint_item(item: tuple[str, str, str]) -> Fingerprint:
-    code, filename, key = item
-    return fingerprint(code, filename, _BOILERPLATE.get(key, frozenset()))
+def _fingerprint_item(item: tuple[str, str, str, str]) -> Fingerprint:
+    code, filename, key, stub = item
+    return fingerprint(code, filename, _BOILERPLATE.get(key, frozenset()), stub)
 
 
-def fingerprint_all(items: list[tuple[str, str, str]], boilerplate: dict, jobs: int = 1) -> list[Fingerprint]:
-    """The fingerprints of each `(code, filename, boilerplate key)` in order, on `jobs` processes (tokenising is
-    most of the screen's time); the result does not depend on `jobs`."""
+def fingerprint_all(items: list[tuple[str, str, str, str]], boilerplate: dict, jobs: int = 1) -> list[Fingerprint]:
+    """The fingerprints of each `(code, filename, boilerplate key, the release's stub of the cell)` in order, on
+    `jobs` processes (tokenising is most of the screen's time); the result does not depend on `jobs`."""
     if jobs <= 1 or len(items) < 50:
         _keep_boilerplate(boilerplate)
         return [_fingerprint_item(item) for item in items]

@@ -40,33 +40,34 @@ class Screen:
 def screen(root: Path, assignments: list[str], reference_folders: list[Path] = (), set_aside_shared: bool = True,
            jobs: int = 1) -> Screen:
     """Screen the hand-ins under `root/submitted` for `assignments`, fingerprinting on `jobs` processes. With
-    `set_aside_shared` off, code the class shares counts as much as code two students alone share (a plain
-    fingerprint tool; for tests and comparison)."""
+    `set_aside_shared` off, code the class shares counts as much as code two students alone share and an overlap
+    counts as it stands, not against the class's (a plain fingerprint tool; for tests and comparison)."""
     solutions, notes = collect.class_solutions(root, assignments)
     boilerplate = {a: all_kgram_hashes(collect.release_code(notebook_path(root / "release", a)))
                    for a in assignments}
+    stubs = {a: collect.release_stubs(notebook_path(root / "release", a)) for a in assignments}
     cells: dict[Exercise, dict[str, Fingerprint]] = defaultdict(dict)
-    found_all = fingerprint_all([(s.code, f"{s.student}: {s.exercise}", s.assignment) for s in solutions],
-                                boilerplate, jobs)
+    found_all = fingerprint_all([(s.code, f"{s.student}: {s.exercise}", s.assignment,
+                                  stubs[s.assignment].get(s.exercise, "")) for s in solutions], boilerplate, jobs)
     for solution, found in zip(solutions, found_all):
         if found.hashes:  # a stub handed back as given holds nothing of the student's
             cells[(solution.assignment, solution.exercise)][solution.student] = found
-    holding, set_aside, kept = {}, {}, {}
+    shared, set_aside, kept = {}, {}, {}
     for exercise, by_student in sorted(cells.items()):
         counts = shared_code.holders([f.hashes for f in by_student.values()])
-        shared = shared_code.shared_fingerprints(counts, len(by_student)) if set_aside_shared else set()
-        holding[exercise], set_aside[exercise] = dict(counts), len(shared)
-        kept[exercise] = {student: f.without(shared) for student, f in by_student.items()}
+        shared[exercise] = shared_code.shared_fingerprints(counts, len(by_student)) if set_aside_shared else set()
+        set_aside[exercise] = len(shared[exercise])
+        kept[exercise] = {student: f.without(shared[exercise]) for student, f in by_student.items()}
     files, reference_notes = collect.reference_files(list(reference_folders))
     whole = {f.name: fingerprint(f.code, f.name) for f in files}
     reference_cells = {}
     for exercise in kept:
-        removed = boilerplate[exercise[0]] | {h for h, n in holding[exercise].items()
-                                              if set_aside_shared
-                                              and n >= shared_code.shared_threshold(len(cells[exercise]))}
+        removed = boilerplate[exercise[0]] | shared[exercise]
         reference_cells[exercise] = {name: f.without(removed) for name, f in whole.items()}
-    pairs = student_pairs(kept, holding, weighted=set_aside_shared)
-    references = reference_matches(kept, holding, reference_cells, weighted=set_aside_shared)
+    attributed = {exercise: set().union(*(f.hashes for f in by_file.values()))
+                  for exercise, by_file in reference_cells.items()}
+    pairs = student_pairs(kept, attributed, relative_to_class=set_aside_shared)
+    references = reference_matches(kept, reference_cells)
     students = sorted({s.student for s in solutions})
     return Screen(pairs, references, kept, reference_cells, students, set_aside, notes + reference_notes)
 

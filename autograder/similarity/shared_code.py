@@ -1,13 +1,11 @@
-"""Code most of the class shares is set aside, and what fewer share counts for less.
+"""Code most of the class shares is set aside.
 
 A short exercise has few ways to be written: ten honest students writing the textbook idiom of a six-line
 attention function all hold the same fingerprints, and a plain fingerprint tool scores each of their pairs 1.00, as
 high as a renamed copy. So, for each exercise, a fingerprint held by at least `SHARED_FRACTION` of the students who
 answered it (and by at least `SHARED_MIN_STUDENTS`, so that three copies in a class of five are not taken for the
-class's idiom) is set aside: it is evidence of nothing. A fingerprint held by fewer still counts, but split among
-those who hold it: a passage two students share weighs 1, one that four share weighs 1/3 for each of their pairs,
-so an idiom a handful of honest students meet on adds little, and a passage only a copier and the copied share
-weighs fully.
+class's idiom) is set aside: it is evidence of nothing. What fewer share still counts, measured against what the
+class's pairs commonly share in that exercise (`scoring`).
 """
 from __future__ import annotations
 
@@ -35,13 +33,3 @@ def shared_fingerprints(counts: Counter, students: int) -> set[int]:
     """The fingerprints set aside: held by at least `shared_threshold(students)` students."""
     threshold = shared_threshold(students)
     return {value for value, count in counts.items() if count >= threshold}
-
-
-def pair_weight(holding: int) -> float:
-    """The evidence one shared fingerprint gives each pair of the `holding` students that hold it."""
-    return 1.0 / max(1, holding - 1)
-
-
-def reference_weight(holding: int) -> float:
-    """The evidence one fingerprint of a reference file gives each of the `holding` students that hold it."""
-    return 1.0 / max(1, holding)

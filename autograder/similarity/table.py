@@ -4,25 +4,22 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from autograder.similarity.scoring import FLAG_EVIDENCE, FLAG_REFERENCE_EVIDENCE, PairEvidence
+from autograder.similarity.scoring import CORROBORATED, PairEvidence
 
 NOT_A_VERDICT = ("Evidence for a person to review, not a verdict: shared code can have an honest reason (a "
                  "textbook idiom, a study group the course allows, the same tutorial), and a copy rewritten by hand "
                  "or by a language model is not seen. Read the pair pages before drawing any conclusion.")
-HOW_TO_READ = (f"evidence: fingerprints the two share, each weighted by how few others hold it (code most of the class "
-               f"shares and the release notebook's code count 0); flagged from {FLAG_EVIDENCE:g} for two students, "
-               f"{FLAG_REFERENCE_EVIDENCE:g} for a reference file. exercises: matched of those both answered. "
-               "'short' marks a cell too short to judge, never flagged alone.")
+HOW_TO_READ = ("evidence: in exercises' worth, each exercise 0 to 1: how much of the smaller answer the two share "
+               "beyond what the class's pairs commonly share there (code most of the class shares, the release "
+               "notebook's code and what a --reference file holds count 0), less for a short answer. Flagged above "
+               f"the class's own far-out fence, never below {CORROBORATED:g} (two exercises). exercises: matched of "
+               "those both answered. 'short': an answer short in what its student wrote, counted for less.")
 CSV_COLUMNS = ["rank", "kind", "first", "second", "evidence", "flagged", "matched_exercises", "answered_both",
                "strongest", "short_cells", "page"]
 
 
 def status(pair: PairEvidence) -> str:
-    if pair.flagged:
-        return "FLAGGED"
-    if pair.only_short and pair.evidence >= pair.threshold:
-        return "short cell only"
-    return ""
+    return "FLAGGED" if pair.flagged else ""
 
 
 def strongest(pair: PairEvidence, count: int = 3) -> str:
@@ -35,7 +32,7 @@ def rows(pairs: list[PairEvidence], pages: dict[tuple[str, str], Path], base: Pa
     found = []
     for rank, pair in enumerate(pairs, 1):
         page = pages.get((pair.first, pair.second))
-        found.append([str(rank), pair.kind, pair.first, pair.second, f"{pair.evidence:.1f}",
+        found.append([str(rank), pair.kind, pair.first, pair.second, f"{pair.evidence:.2f}",
                       "yes" if pair.flagged else "no", str(len(pair.matched)), str(pair.answered_both),
                       strongest(pair), str(sum(1 for m in pair.matched if m.short)),
                       page.relative_to(base).as_posix() if page else ""])
@@ -56,7 +53,7 @@ def terminal_table(pairs: list[PairEvidence], title: str, shown: int = 15) -> st
     """The flagged pairs and, below them, the next strongest (up to `shown` rows in all), as aligned columns."""
     listed = pairs[:max(shown, sum(1 for p in pairs if p.flagged))]
     header = ["#", "first", "second", "evidence", "exercises", "strongest", ""]
-    body = [[str(i), p.first, p.second, f"{p.evidence:.1f}", f"{len(p.matched)}/{p.answered_both}", strongest(p),
+    body = [[str(i), p.first, p.second, f"{p.evidence:.2f}", f"{len(p.matched)}/{p.answered_both}", strongest(p),
              status(p)] for i, p in enumerate(listed, 1)]
     table = [header] + body
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
@@ -65,4 +62,5 @@ def terminal_table(pairs: list[PairEvidence], title: str, shown: int = 15) -> st
     more = len(pairs) - len(listed)
     tail = [f"... and {more} more with less evidence (all in the CSV)"] if more > 0 else []
     flagged = sum(1 for p in pairs if p.flagged)
-    return "\n".join([f"{title}: {flagged} flagged of {len(pairs)} with any evidence", *lines, *tail])
+    threshold = f" (flagged from {pairs[0].threshold:.2f})" if pairs else ""
+    return "\n".join([f"{title}: {flagged} flagged of {len(pairs)} with any evidence{threshold}", *lines, *tail])
