@@ -47,6 +47,28 @@ TRANSFORMS = [lambda code: code, corpus.renamed, corpus.comments_rewritten, corp
               corpus.dead_code_added]
 
 
+def copydetect_scores(found) -> dict[tuple[str, str], float]:
+    """copydetect's similarity of every pair of students, as if each student were one file of all their answers:
+    the tokens of each that overlap the other over the tokens of each, the larger of the two (its display
+    similarity), with the screen's boilerplate and class-common code already set aside."""
+    coverage = {s: 0.0 for s in found.students}
+    for by_student in found.cells.values():
+        for student, cell in by_student.items():
+            coverage[student] += cell.token_coverage
+    overlap: dict[tuple[str, str], list[float]] = {}
+    for by_student in found.cells.values():
+        names = sorted(by_student)
+        for i, first in enumerate(names):
+            for second in names[i + 1:]:
+                _, _, (slices1, slices2) = compare_files(by_student[first], by_student[second])
+                if len(slices1) and slices1.ndim == 2 and slices1.shape[1]:
+                    both = overlap.setdefault((first, second), [0.0, 0.0])
+                    both[0] += float(np.sum(slices1[1] - slices1[0]))
+                    both[1] += float(np.sum(slices2[1] - slices2[0]))
+    return {pair: max(a / (coverage[pair[0]] or 1), b / (coverage[pair[1]] or 1))
+            for pair, (a, b) in overlap.items()}
+
+
 def through_references(found) -> dict[tuple[str, str], float]:
     """Pairs of students both flagged against one reference file (the screen attributes what they share to the
     file), with the smaller of their two evidences against it."""
