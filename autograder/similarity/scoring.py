@@ -86,8 +86,9 @@ def is_short(written: int) -> bool:
 
 
 def class_level(overlaps: list[float], pairs: int, quantile: float = CLASS_QUANTILE) -> float:
-    """The overlap `quantile` of an exercise's `pairs` reach (those missing from `overlaps` share nothing)."""
-    if pairs <= 0:
+    """The overlap `quantile` of an exercise's `pairs` reach (those missing from `overlaps` share nothing); 0 in a
+    class too small for one pair in ten to be the class's habit rather than a copy (fewer than 10 pairs)."""
+    if pairs < round(1 / (1 - quantile)):
         return 0.0
     ranked = [0.0] * (pairs - len(overlaps)) + sorted(overlaps)
     return ranked[int(quantile * (pairs - 1))]
