@@ -124,9 +124,9 @@ def exercise_section(match: ExerciseMatch, first: Fingerprint, second: Fingerpri
     passages when `against_file`)."""
     _, _, (slices_first, slices_second) = compare_files(first, second)
     right = (matched_passages if against_file else whole_code)(second.raw_code, slices_second)
-    short = " &middot; a cell too short to judge alone" if match.short else ""
+    short = " &middot; short in what its student wrote, so it counts for less" if match.short else ""
     return (f"<h3>{html.escape(match.assignment)} / {html.escape(match.exercise)}</h3>"
-            f"<p>evidence {match.evidence:.1f} &middot; {match.matched} shared fingerprints, {match.overlap:.0%} of "
+            f"<p>evidence {match.evidence:.2f} of at most 1 &middot; {match.matched} shared fingerprints, {match.overlap:.0%} of "
             f"the smaller answer{short}</p>"
             f'<div class="side"><div><b>{html.escape(names[0])}</b>{whole_code(first.raw_code, slices_first)}</div>'
             f"<div><b>{html.escape(names[1])}</b>{right}</div></div>")
@@ -136,7 +136,7 @@ def pair_page(pair: PairEvidence, cells: dict, others: dict) -> str:
     """The page of `pair`: `cells[exercise][student]` holds the first's fingerprints, `others[exercise][name]` the
     second's (the class's cells again, or the reference files')."""
     rows = "".join(f"<tr><td>{html.escape(m.assignment)}</td><td>{html.escape(m.exercise)}</td>"
-                   f"<td>{m.evidence:.1f}</td><td>{m.overlap:.0%}</td><td>{'short' if m.short else ''}</td></tr>"
+                   f"<td>{m.evidence:.2f}</td><td>{m.overlap:.0%}</td><td>{'short' if m.short else ''}</td></tr>"
                    for m in pair.matched)
     against_file = pair.kind == "reference"
     sections = "".join(exercise_section(m, cells[(m.assignment, m.exercise)][pair.first],
@@ -149,8 +149,8 @@ def pair_page(pair: PairEvidence, cells: dict, others: dict) -> str:
             f"<style>{STYLE}</style></head><body>"
             f"<h1>Similarity: {html.escape(pair.first)} and {html.escape(pair.second)} ({against})</h1>"
             f'<p class="note"><b>{html.escape(NOT_A_VERDICT)}</b></p>'
-            f"<p>Evidence {pair.evidence:.1f} over {len(pair.matched)} matched exercises of {pair.answered_both} "
-            f"answered by both; strongest: {html.escape(strongest(pair))}.</p>"
+            f"<p>Evidence {pair.evidence:.2f} (flagged above {pair.threshold:.2f}) over {len(pair.matched)} matched "
+            f"exercises of {pair.answered_both} answered by both; strongest: {html.escape(strongest(pair))}.</p>"
             f"<p><small>{html.escape(HOW_TO_READ)} Marked: passages of at least {NOISE_THRESHOLD} normalised "
             "characters (names, comments and spacing ignored) both hold, the release notebook's code and the class's "
             "shared code left out.</small></p>"
