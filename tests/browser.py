@@ -57,6 +57,18 @@ def chromium() -> str:
     return path
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for a test module (skipped with the reason where there is none); import it by name."""
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
 def lab_command_options() -> list[str]:
     """The options `make lab` gives `jupyter lab`, read from a dry run of the Makefile."""
     dry = subprocess.run(["make", "--no-print-directory", "-n", "lab"], cwd=ROOT, capture_output=True, text=True)

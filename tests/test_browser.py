@@ -15,8 +15,8 @@ from autograder.demo.submissions import write_submission
 from autograder.nbgrader_run import nbgrader
 from autograder.paths import copy_course, notebook_path
 from course.about import NOTEBOOKS
-from tests.browser import CHROMIUM_ARGS, VIEWPORT, LabServer, chromium, clear_artifacts, lab_command_options, \
-    save_screenshot
+from tests.browser import browser  # noqa: F401 (a fixture)
+from tests.browser import VIEWPORT, LabServer, clear_artifacts, lab_command_options, save_screenshot
 
 FIRST = "01_positional_encoding"
 EXERCISES = ["positional_encoding", "offset_rotation", "TokenAndPositionEmbedding"]  # the check titles of notebook 01
@@ -31,17 +31,6 @@ RUN_ALL_FINISHED = """() => {
   const failed = notebook.querySelector("[data-mime-type='application/vnd.jupyter.error']");
   return failed !== null || /\\[\\d+\\]/.test(prompts[prompts.length - 1]);
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = chromium()  # skips with the reason when there is none
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

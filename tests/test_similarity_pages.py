@@ -19,7 +19,7 @@ from autograder.paths import RELEASE
 from autograder.similarity.pages import pair_page
 from autograder.similarity.screen import screen
 from tests import similarity_corpus as corpus
-from tests.browser import CHROMIUM_ARGS, chromium
+from tests.browser import browser  # noqa: F401 (a fixture)
 
 ASSIGNMENT = "04_attention_block"
 EXERCISES = ("multi_head_attention", "feed_forward", "transformer_block")
@@ -89,17 +89,6 @@ def test_a_reference_page_shows_the_matched_passages_with_their_lines_not_the_wh
         assert f"{total} lines" in section
     # The file's passages stand where a classmate's cell stands on a pair page; the whole file is not repeated.
     assert len(reference) < 1.5 * len(pair) and 2 * len(reference) < len(text) * len(sections)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = chromium()  # skips with the reason when there is none
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.mark.parametrize("width", WIDTHS)
