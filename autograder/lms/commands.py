@@ -152,8 +152,9 @@ def add_parser(commands) -> None:
         kind.add_argument("--missing", choices=("blank", "zero"), default="blank",
                           help="a missing hand-in: blank (no change in the LMS; default) or 0")
         kind.add_argument("--pending", choices=("refuse", "blank", "mark"), default="refuse",
-                          help="written answers not graded yet: refuse to export (default), leave blank, or export "
-                               "the score so far (marked in Moodle's feedback)")
+                          help="written answers not graded yet: refuse to export (default), blank (no change in the "
+                               "LMS: a score it holds is kept), or export the score so far (marked in Moodle's "
+                               "feedback)")
         kind.add_argument("--allow-unmatched", action="store_true",
                           help="write the upload although some students are unmatched (they are listed, left out)")
         kind.add_argument("--gradebook", default=str(ROOT / "gradebook.db"), metavar="DB",
