@@ -432,10 +432,11 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     if feedback:
         for assignment in tqdm(assignments, desc="feedback pages", unit="assignment", disable=not show_progress):
             forked_nbgrader(root, "generate_feedback", assignment, "--force", quiet=quiet, check=False)
+        jobs_of = {(job.assignment, job.student): job for job in wanted}
         for outcome in graded:  # nbgrader made no page for what it could not grade: a page that says why
-            if outcome.status in ("refused", "unchanged") and outcome.reason and _refused(wanted, outcome):
-                refusal_pages(root, outcome, next(j.hand for j in wanted if (j.assignment, j.student) ==
-                                                  (outcome.assignment, outcome.student)))
+            job = jobs_of.get((outcome.assignment, outcome.student))
+            if outcome.status in ("refused", "unchanged") and outcome.reason and job and _refused(job):
+                refusal_pages(root, outcome, job.hand)
         forked_nbgrader(root, "export", f"--to={root / 'grades.csv'}", quiet=quiet)
         write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
     return graded
@@ -510,10 +511,9 @@ def refusal_pages(root: Path, outcome: Outcome, hand: HandIn) -> None:
     hand.file_submit_records(folder)
 
 
-def _refused(wanted: list[Job], outcome: Outcome) -> bool:
-    """Whether the hand-in of `outcome` could not be graded at all (no gradable notebook, a link: a zero)."""
-    return any((job.assignment, job.student) == (outcome.assignment, outcome.student) and job.reason
-               and not job.reason.endswith(TRY_AGAIN) for job in wanted)
+def _refused(job: Job) -> bool:
+    """Whether `job`'s hand-in could not be graded at all (no gradable notebook, a link: a zero)."""
+    return bool(job.reason) and not job.reason.endswith(TRY_AGAIN)
 
 
 def judged_by(assignment: str) -> list[Path]:
@@ -536,6 +536,7 @@ def outcomes(root: Path, jobs: list[Job], entries: dict[tuple[str, str], Entry])
 
 
 KERNEL_DID_NOT_START = "Kernel died before replying to kernel_info"
+RAISED = re.compile(r"^[\w.]+(Error|Exception): ", re.M)  # a line that is an exception, as a traceback ends
 
 
 def _why_nbgrader_failed(log: str) -> str:
@@ -546,14 +547,13 @@ def _why_nbgrader_failed(log: str) -> str:
     if KERNEL_DID_NOT_START not in last:
         return "nbgrader could not grade it: " + last
     before = log.split(KERNEL_DID_NOT_START, 1)[0]
-    kernel_error = _last_error_line(before) if re.search(r"^[\w.]+(Error|Exception): ", before, re.M) else \
-        "it printed no error"
+    kernel_error = _last_error_line(before) if RAISED.search(before) else "it printed no error"
     return (f"the notebook's kernel died as it started, before any of the hand-in ran ({kernel_error}): a fault "
             f"of the grading machine, not of the hand-in; graded 0 for now; {TRY_AGAIN}")
 
 
 def _last_error_line(stderr: str | None) -> str:
     lines = [l.strip() for l in (stderr or "").splitlines() if l.strip()]
-    raised = [l for l in lines if re.match(r"^[\w.]+(Error|Exception): ", l)]  # the exception itself, if shown
+    raised = [l for l in lines if RAISED.match(l)]  # the exception itself, if shown
     errors = [l for l in lines if "Error" in l or "error" in l]
     return (raised or errors or lines or ["no message"])[-1][-300:]

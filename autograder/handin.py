@@ -82,12 +82,6 @@ def link_hash(path: Path) -> str:
     return hashlib.sha256(f"link:{os.readlink(path)}".encode()).hexdigest() if is_link(path) else ""
 
 
-def with_links(sha256: str, notes: list[str]) -> str:
-    """The ledger's hash of a hand-in whose notebook hashes to `sha256`, changed by the links beside it (`notes`):
-    a link replaced by the real file regrades it. Without links, the notebook's own hash."""
-    return hashlib.sha256("\n".join([sha256, *notes]).encode()).hexdigest() if notes else sha256
-
-
 def folder_link(submitted: Path, student: str, assignment: str) -> str:
     """The note when `submitted/<student>` or `submitted/<student>/<assignment>` is a link ("" when neither is)."""
     for path in (submitted / student, submitted / student / assignment):
