@@ -9,7 +9,7 @@ PY := $(BIN)/python
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test release reference fixtures lab clean new-term colab-runtime
+.PHONY: setup demo test release reference fixtures lab clean new-term colab-runtime hub
 
 setup: $(STAMP)
 
@@ -19,7 +19,12 @@ setup: $(STAMP)
 CHROMIUM := $(if $(and $(filter 0,$(shell id -u)),$(shell command -v apt-get)),/usr/bin/chromium)
 APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-noto-color-emoji
 
-$(STAMP): requirements.txt requirements-nodeps.txt $(CHROMIUM)
+# Node.js and npm for the class hub's proxy (configurable-http-proxy, hub/package.json): from the system's packages,
+# like Chromium, where it runs as root and has none yet. Never fatal: without them the hub's tests skip and say why.
+NODE := $(if $(and $(filter 0,$(shell id -u)),$(shell command -v apt-get)),$(if $(shell command -v npm),,/usr/bin/npm))
+HUB_PROXY := hub/node_modules/.installed
+
+$(STAMP): requirements.txt requirements-nodeps.txt $(CHROMIUM) $(NODE)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-nodeps.txt
@@ -30,6 +35,21 @@ $(STAMP): requirements.txt requirements-nodeps.txt $(CHROMIUM)
 	@echo "installing Chromium for the browser tests (apt-get)"
 	@($(APT_INSTALL) || (apt-get update -qq && $(APT_INSTALL))) >/dev/null 2>&1 \
 	  || echo "could not install Chromium: the browser tests will skip"
+
+/usr/bin/npm:
+	@echo "installing Node.js and npm for the class hub's proxy (apt-get)"
+	@(DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm \
+	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm)) \
+	  >/dev/null 2>&1 || echo "could not install Node.js: make hub and the hub's tests need it"
+
+# The proxy, at the version hub/package-lock.json pins.
+$(HUB_PROXY): hub/package.json hub/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix hub --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "no npm: the class hub's proxy is not installed (make hub and its tests need it)"; fi
+
+# A class hub on http://127.0.0.1:8000/ with demo accounts, until Ctrl-C (autograder/hub/; the instructor guide).
+hub: $(STAMP) $(HUB_PROXY)
+	$(PY) -m autograder hub
 
 demo: $(STAMP)
 	$(PY) -m autograder demo
@@ -45,7 +65,7 @@ $(COLAB_STAMP): $(STAMP) tests/colab_runtime.py
 # One pytest-xdist worker per core this process may use, at most 4 (each one grades whole classes); each test file
 # runs whole on one worker, the slowest first (tests/conftest.py).
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))")
-test: $(STAMP) $(COLAB_STAMP)
+test: $(STAMP) $(COLAB_STAMP) $(HUB_PROXY)
 	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 release: $(STAMP)

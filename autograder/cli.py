@@ -5,6 +5,7 @@ import argparse
 import os
 import time
 
+from autograder.hub.cli import add_parser as add_hub_parser
 from autograder.lms.commands import add_parser as add_lms_parser
 
 
@@ -177,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     similarity.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes that fingerprint "
                             "(default: one per core)")
     similarity.set_defaults(run=_similarity)
+    add_hub_parser(commands)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     args.run(args)

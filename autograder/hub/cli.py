@@ -1,0 +1,71 @@
+"""`python -m autograder hub`: start a class hub and keep it up until Ctrl-C, which stops it and every server.
+
+With no --settings it is the demo (`make hub`): on loopback, two students and an instructor who log in with one
+password, every assignment released. With --settings it runs a real class from that file (see the guide)."""
+from __future__ import annotations
+
+import argparse
+import secrets
+import signal
+import time
+from pathlib import Path
+
+from autograder.paths import ROOT
+
+DEMO_STUDENTS = ["ada", "brian"]
+DEMO_INSTRUCTORS = ["teacher"]
+
+
+def add_parser(commands) -> None:
+    from autograder.hub.settings import describe
+    hub = commands.add_parser(
+        "hub", help="start a class hub (JupyterHub with nbgrader, formgrader and an idle culler) until Ctrl-C",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__,
+        epilog="Settings (keys of --settings' JSON file; the demo sets root, password, students, instructors, "
+               "assignments):\n" + describe())
+    hub.add_argument("--settings", type=Path, help="a settings.json for a real class (default: the demo)")
+    hub.add_argument("--root", type=Path, default=ROOT / "hub" / "class",
+                     help="the demo hub's folder (default hub/class/); a real class's is in its settings")
+    hub.add_argument("--port", type=int, default=8000, help="the demo's port on 127.0.0.1 (default 8000)")
+    hub.set_defaults(run=run)
+
+
+def demo_settings(root: Path, port: int):
+    from autograder.hub.settings import HubSettings
+    from course.about import NOTEBOOKS
+    return HubSettings(root=str(root.resolve()), port=port, password=secrets.token_urlsafe(9),
+                       students=DEMO_STUDENTS, instructors=DEMO_INSTRUCTORS, assignments=list(NOTEBOOKS))
+
+
+def run(args) -> None:
+    from autograder.hub import process
+    from autograder.hub.settings import HubSettings
+    settings = HubSettings.load(args.settings) if args.settings else demo_settings(args.root, args.port)
+    print(f"laying out {settings.folder} and starting the hub (about half a minute)...", flush=True)
+    hub = process.start(settings)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        process.wait_until_up(settings, hub)
+        print(banner(settings), flush=True)
+        while hub.poll() is None:
+            time.sleep(1)
+        print(f"The hub stopped by itself (exit {hub.returncode}); its log: {settings.state / 'jupyterhub.log'}")
+    except KeyboardInterrupt:
+        print("stopping the hub, its servers, formgrader and the proxy...", flush=True)
+    finally:
+        code = process.stop(hub)
+        print(f"stopped (exit {code}). Everything of the class stays in {settings.folder}.")
+
+
+def banner(settings) -> str:
+    lines = [f"The class hub is up: open {settings.url}/", ""]
+    if settings.login == "shared-password":
+        lines += [f"  students:    {', '.join(settings.students)}",
+                  f"  instructors: {', '.join(settings.instructors)} (formgrader: "
+                  f"{settings.url}/services/{settings.course_id}/formgrader)",
+                  f"  password:    {settings.password}   (everyone's, for this run only)", ""]
+    else:
+        lines += [f"  people arrive from {settings.lti.issuer} (LTI 1.3); the tool's login URL is "
+                  f"{settings.url}/hub/lti13/oauth_login", ""]
+    lines += [f"Its log: {settings.state / 'jupyterhub.log'}. Ctrl-C stops it."]
+    return "\n".join(lines)

@@ -1,0 +1,104 @@
+"""The class hub's JupyterHub configuration: `make hub` runs it on loopback, and an instructor deploys the same file
+with their own settings.json (`python -m autograder hub --help` lists every setting).
+
+Who can do what:
+- every student's server runs as their own Unix account, in their own home, with the course's environment; its API
+  token may read the person's own groups, which is how nbgrader's assignment list knows their courses;
+- formgrader is a hub-managed service, run by the grader account in the course directory; only the course's
+  instructors' group (formgrade-<course>) may open it;
+- the idle culler stops servers idle for `idle_timeout` seconds.
+"""
+import os
+import sys
+from pathlib import Path
+
+from autograder.hub.accounts import ACCOUNT_NAME
+from autograder.hub.hooks import login_hook, prepare_account
+from autograder.hub.layout import grader_environment
+from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
+
+settings = HubSettings.load(Path(os.environ[SETTINGS_VARIABLE]))
+python = Path(settings.python)
+c = get_config()  # noqa: F821 (provided by JupyterHub)
+
+# Where it listens: the proxy in front for people, the hub and the proxy's API on loopback.
+c.JupyterHub.ip = settings.ip
+c.JupyterHub.port = settings.port
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = settings.hub_port
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{settings.proxy_api_port}"
+c.ConfigurableHTTPProxy.command = [settings.proxy]
+c.ConfigurableHTTPProxy.pid_file = str(settings.state / "proxy.pid")
+c.JupyterHub.db_url = f"sqlite:///{settings.state / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(settings.state / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(settings.state / "jupyterhub.pid")
+c.JupyterHub.cleanup_servers = True
+
+# Each person's server: their own account and home, the course's environment and the student package.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(python / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = str(settings.homes / "{username}")
+c.Spawner.environment = {
+    "PYTHONPATH": str(settings.software),
+    "JUPYTER_CONFIG_PATH": str(settings.student_config),
+    "PATH": f"{python / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+}
+c.Spawner.pre_spawn_hook = prepare_account
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+c.LocalProcessSpawner.shell_cmd = []
+
+# Who may log in.
+c.Authenticator.username_pattern = ACCOUNT_NAME
+if settings.login == "lti":
+    c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.auth.LTI13Authenticator"
+    c.LTI13Authenticator.issuer = settings.lti.issuer
+    c.LTI13Authenticator.client_id = [settings.lti.client_id]
+    c.LTI13Authenticator.authorize_url = settings.lti.authorize_url
+    c.LTI13Authenticator.jwks_endpoint = settings.lti.jwks_endpoint
+    c.LTI13Authenticator.username_key = settings.lti.username_key
+    c.LTI13Authenticator.uri_scheme = "https" if settings.ip not in ("127.0.0.1", "localhost") else "http"
+    c.Authenticator.allow_all = True  # whoever the platform launches is in the class: the platform is the gate
+    c.Authenticator.manage_groups = True  # a launch's LTI role decides student or instructor (hooks.login_hook)
+    c.Authenticator.post_auth_hook = login_hook
+else:
+    if len(settings.password) < 8:
+        raise SystemExit("settings.json: shared-password needs a password of 8 characters or more")
+    c.JupyterHub.authenticator_class = "shared-password"
+    c.SharedPasswordAuthenticator.user_password = settings.password
+    c.Authenticator.allowed_users = set(settings.students) | set(settings.instructors)
+    c.JupyterHub.load_groups = {
+        settings.student_group: {"users": list(settings.students)},
+        settings.formgrader_group: {"users": list(settings.instructors)},
+    }
+
+# formgrader: a service the hub starts and stops, run by the grader account in the course directory.
+c.JupyterHub.services = [
+    {
+        "name": settings.course_id,
+        "url": f"http://127.0.0.1:{settings.formgrader_port}",
+        "command": [str(python / "bin" / "jupyterhub-singleuser"), f"--ServerApp.root_dir={settings.course_dir}"],
+        "user": settings.grader,
+        "cwd": str(settings.course_dir),
+        "environment": {key: grader_environment(settings)[key] for key in ("PYTHONPATH", "JUPYTER_CONFIG_PATH", "PATH")}
+        | {"JUPYTERHUB_DEFAULT_URL": "/formgrader"},
+        "oauth_no_confirm": True,
+    },
+    {
+        "name": "idle-culler",
+        "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.idle_timeout}",
+                    f"--cull-every={settings.cull_every}"],
+    },
+]
+
+c.JupyterHub.load_roles = [
+    # A server's token: its own activity, its own server, and (for nbgrader's JupyterHubAuthPlugin) its owner's
+    # name and groups. Nothing of anyone else.
+    {"name": "server", "scopes": ["users:activity!user", "access:servers!server", "read:users:name!user",
+                                  "read:users:groups!user"]},
+    {"name": "formgrader", "description": "open the course's formgrader",
+     "groups": [settings.formgrader_group], "scopes": [f"access:services!service={settings.course_id}"]},
+    {"name": "idle-culler", "services": ["idle-culler"],
+     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
+]

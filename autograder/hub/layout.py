@@ -1,0 +1,106 @@
+"""The hub's folder, laid out before the hub starts:
+
+    settings.json      what `jupyterhub_config.py` reads
+    state/             the hub's database, cookie secret and log (root only)
+    grader/course/     the course directory: formgrader's, the grader account's alone (0700)
+    exchange/          nbgrader's exchange: released assignments, hand-ins, feedback
+    software/course/   the student package, which every student's kernel imports
+    etc/student/       students' Jupyter settings: the exchange, the hub's course list, no formgrader
+    etc/grader/        the grader's: the exchange, formgrader
+    homes/<student>/   each student's home, private to them
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from autograder.hub.accounts import ensure_account, own_tree
+from autograder.hub.settings import HubSettings
+from autograder.paths import ROOT, copy_course
+
+
+def lay_out(settings: HubSettings) -> None:
+    """Make (or bring up to date) the hub's folder for `settings`, and release its assignments into the exchange."""
+    folder = settings.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)
+    settings.state.mkdir(exist_ok=True)
+    settings.state.chmod(0o700)
+    settings.homes.mkdir(exist_ok=True)
+    settings.homes.chmod(0o755)
+    settings.exchange.mkdir(exist_ok=True)
+    settings.exchange.chmod(0o777)  # as nbgrader asks of an exchange: every account may write its own hand-ins
+    _student_software(settings)
+    _jupyter_settings(settings)
+    fresh = not settings.course_dir.exists()
+    ensure_account(settings.grader, settings.course_dir.parent)
+    if fresh:
+        copy_course(settings.course_dir)
+    for assignment in settings.assignments:
+        _release(settings, assignment)
+    own_tree(settings.course_dir.parent, settings.grader)
+    settings.save().chmod(0o644)
+
+
+def _student_software(settings: HubSettings) -> None:
+    """The student package, copied (never the instructor's `autograder`)."""
+    target = settings.software / "course"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(ROOT / "course", target, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    for path in [settings.software, *settings.software.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _nbgrader_config(settings: HubSettings, *lines: str) -> str:
+    return "\n".join(["c = get_config()  # noqa: F821 (written by python -m autograder hub)",
+                      f"c.Exchange.root = {str(settings.exchange)!r}",
+                      # Each course's assignments and feedback under <home>/<course id>/: one hub, many courses.
+                      "c.Exchange.path_includes_course = True", *lines, ""])
+
+
+def _jupyter_settings(settings: HubSettings) -> None:
+    student, grader = settings.student_config, settings.grader_config
+    for folder in (student / "labconfig", grader / "labconfig"):
+        folder.mkdir(parents=True, exist_ok=True)
+    # A student's server knows their courses from the hub's groups (nbgrader-<course>), and offers no instructor tool.
+    (student / "nbgrader_config.py").write_text(_nbgrader_config(
+        settings, "from nbgrader.auth import JupyterHubAuthPlugin",
+        "c.Authenticator.plugin_class = JupyterHubAuthPlugin"))
+    _write_json(student / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": {
+        "nbgrader.server_extensions.formgrader": False}}})
+    _write_json(student / "labconfig" / "page_config.json", {"disabledExtensions": {
+        "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True}})
+    # The grader's server is formgrader: the course directory, no assignment list.
+    (grader / "nbgrader_config.py").write_text(_nbgrader_config(
+        settings, f"c.CourseDirectory.course_id = {settings.course_id!r}"))
+    _write_json(grader / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": {
+        "nbgrader.server_extensions.assignment_list": False, "nbgrader.server_extensions.course_list": False}}})
+    _write_json(grader / "labconfig" / "page_config.json", {"disabledExtensions": {
+        "@jupyter/nbgrader:assignment-list": True, "@jupyter/nbgrader:course-list": True}})
+    for path in [settings.folder / "etc", *(settings.folder / "etc").rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _write_json(path: Path, value: dict) -> None:
+    path.write_text(json.dumps(value, indent=2) + "\n")
+
+
+def grader_environment(settings: HubSettings) -> dict[str, str]:
+    """The environment of every process the grader runs: the course directory's own packages first."""
+    return {**os.environ, "PYTHONPATH": str(settings.course_dir), "JUPYTER_CONFIG_PATH": str(settings.grader_config),
+            "PATH": f"{settings.python}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+
+
+def _release(settings: HubSettings, assignment: str) -> None:
+    """nbgrader generate_assignment and release_assignment, in the course directory: students can fetch it."""
+    nbgrader = [f"{settings.python}/bin/nbgrader"]
+    for step in (["generate_assignment", assignment, "--force"], ["release_assignment", assignment, "--force"]):
+        result = subprocess.run(nbgrader + step, cwd=settings.course_dir, env=grader_environment(settings),
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"nbgrader {step[0]} {assignment} failed in {settings.course_dir}:\n"
+                               f"{result.stderr[-2000:]}")
