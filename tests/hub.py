@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 import requests
 
 from autograder.hub import process
+from autograder.hub.cli import free_ports
 from autograder.hub.settings import HubSettings
 from autograder.paths import ROOT
 
@@ -35,16 +35,6 @@ def why_no_hub() -> str | None:
     if not PROXY.exists():
         return f"no proxy at {PROXY}: make setup installs it with npm (Node.js and npm needed)"
     return None
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import secrets
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -31,10 +32,24 @@ def add_parser(commands) -> None:
 
 
 def demo_settings(root: Path, port: int):
+    """The demo: on `port` of 127.0.0.1; the hub's API, the proxy's API and formgrader on free loopback ports."""
     from autograder.hub.settings import HubSettings
     from course.about import NOTEBOOKS
-    return HubSettings(root=str(root.resolve()), port=port, password=secrets.token_urlsafe(9),
+    hub_port, proxy_api_port, formgrader_port = free_ports(3)
+    return HubSettings(root=str(root.resolve()), port=port, hub_port=hub_port, proxy_api_port=proxy_api_port,
+                       formgrader_port=formgrader_port, password=secrets.token_urlsafe(9),
                        students=DEMO_STUDENTS, instructors=DEMO_INSTRUCTORS, assignments=list(NOTEBOOKS))
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports free on 127.0.0.1 now."""
+    sockets = [socket.socket() for _ in range(count)]
+    for each in sockets:
+        each.bind(("127.0.0.1", 0))
+    ports = [each.getsockname()[1] for each in sockets]
+    for each in sockets:
+        each.close()
+    return ports
 
 
 def run(args) -> None:
