@@ -1,26 +1,115 @@
-"""The class hub starts, a student sees the released assignment in their own server, an instructor opens formgrader
-through the hub and a student is refused it (autograder/hub/)."""
+"""`make hub`'s command, `python -m autograder hub`, as a person runs it: it prints where to log in and with which
+accounts; a demo student sees the released assignments in their own server, the instructor opens formgrader through
+the hub and a student is refused it; Ctrl-C stops the hub with every server, service and the proxy."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
 import pytest
-from tests.hub import running_hub, log_in, open_server
+
+from autograder.hub.cli import DEMO_INSTRUCTORS, DEMO_STUDENTS, free_ports
+from autograder.hub.settings import HubSettings
+from autograder.paths import ROOT
+from course.about import NOTEBOOKS
+from tests.hub import log_in, open_server, why_no_hub
+
+
+class Demo:
+    def __init__(self, process: subprocess.Popen, folder: Path, output: list[str]):
+        self.process, self.folder, self.output = process, folder, output
+        self.settings = HubSettings.load(folder / "settings.json")
+        self.password = re.search(r"password:\s+(\S+)", "".join(output)).group(1)
+
+
+def _read_until(process: subprocess.Popen, marker: str, output: list[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        output.append(line)
+        if marker in line:
+            return
+    raise AssertionError(f"no {marker!r} from `python -m autograder hub`:\n{''.join(output)}")
+
+
+def _processes_under(folder: Path) -> list[str]:
+    """Every process that works in the hub's folder (the hub, the proxy, formgrader, each student's server and
+    kernel) or names it on its command line."""
+    found = []
+    for each in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            if str(folder) in (each.info["cwd"] or "") or any(str(folder) in part for part in each.info["cmdline"] or []):
+                found.append(f"{each.pid}: {' '.join(each.info['cmdline'] or [])}")
+        except psutil.Error:
+            pass
+    return found
+
 
 @pytest.fixture(scope="module")
-def hub():
-    with running_hub("smoke", ["smoke-ada"], ["smoke-teacher"], ["03_masking"]) as h:
-        yield h
+def demo():
+    why = why_no_hub()
+    if why:
+        pytest.skip(why)
+    folder = Path(tempfile.mkdtemp(prefix="hub-demo-", dir="/tmp"))
+    (port,) = free_ports(1)
+    process = subprocess.Popen([sys.executable, "-m", "autograder", "hub", "--root", str(folder), "--port", str(port)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    output: list[str] = []
+    try:
+        _read_until(process, "Ctrl-C stops it", output, timeout=240)
+        yield Demo(process, folder, output)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(90)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        shutil.rmtree(folder, ignore_errors=True)
 
-def test_a_student_sees_the_released_assignment(hub):
-    s = open_server(hub, log_in(hub, "smoke-ada"), "smoke-ada")
-    r = s.get(f"{hub.url}/user/smoke-ada/assignments", params={"course_id": hub.course_id})
-    assert r.json()["value"][0]["assignment_id"] == "03_masking", r.text
-    r = s.get(f"{hub.url}/user/smoke-ada/api/contents")
-    assert r.status_code == 200, r.text
 
-def test_the_instructor_opens_formgrader(hub):
-    s = log_in(hub, "smoke-teacher")
-    r = s.get(f"{hub.url}/services/{hub.course_id}/formgrader")
-    assert r.status_code == 200 and "formgrader" in r.text.lower(), (r.status_code, r.url, r.text[:500])
+def test_it_prints_where_to_log_in_and_the_accounts(demo):
+    text = "".join(demo.output)
+    assert f"open {demo.settings.url}/" in text
+    assert all(name in text for name in DEMO_STUDENTS + DEMO_INSTRUCTORS), text
+    assert f"/services/{demo.settings.course_id}/formgrader" in text, text
 
-def test_a_student_gets_403_from_formgrader(hub):
-    s = log_in(hub, "smoke-ada")
-    r = s.get(f"{hub.url}/services/{hub.course_id}/formgrader")
-    assert r.status_code == 403, (r.status_code, r.url)
+
+def test_a_student_sees_every_released_assignment_in_their_own_server(demo):
+    student = DEMO_STUDENTS[0]
+    session = open_server(demo.settings, log_in(demo.settings, student, demo.password), student)
+    answer = session.get(f"{demo.settings.url}/user/{student}/assignments",
+                         params={"course_id": demo.settings.course_id})
+    assert sorted(a["assignment_id"] for a in answer.json()["value"]) == sorted(NOTEBOOKS), answer.text
+    assert session.get(f"{demo.settings.url}/user/{student}/api/contents").status_code == 200
+
+
+def test_the_instructor_opens_formgrader_and_a_student_is_refused(demo):
+    formgrader = f"{demo.settings.url}/services/{demo.settings.course_id}/formgrader"
+    answer = log_in(demo.settings, DEMO_INSTRUCTORS[0], demo.password).get(formgrader)
+    assert answer.status_code == 200 and "Manage Assignments" in answer.text, (answer.status_code, answer.url)
+    assert log_in(demo.settings, DEMO_STUDENTS[1], demo.password).get(formgrader).status_code == 403
+
+
+def test_ctrl_c_stops_the_hub_and_everything_it_started(demo):
+    running = _processes_under(demo.folder)
+    assert any("jupyterhub-singleuser" in line and "--ServerApp.root_dir" not in line for line in running), running
+    demo.process.send_signal(signal.SIGINT)
+    demo.process.wait(90)
+    rest = demo.process.stdout.read()
+    assert "stopped (exit 0)" in rest, rest
+    deadline = time.monotonic() + 20
+    while _processes_under(demo.folder) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _processes_under(demo.folder), _processes_under(demo.folder)
