@@ -42,7 +42,23 @@ def lay_out(settings: HubSettings) -> None:
     for assignment in settings.assignments:
         _release(settings, assignment)
     own_tree(settings.course_dir.parent, settings.grader)
+    _grader_owns_the_exchange(settings)
     settings.save().chmod(0o644)
+
+
+def _grader_owns_the_exchange(settings: HubSettings) -> None:
+    """The course's folders in the exchange belong to the grader, who collects and releases feedback there (nbgrader
+    expects them to be the releasing instructor's). release_assignment ran as root, and inbound/ (0733) may be listed
+    by its owner alone: collect, formgrader's Collect button too, said "You don't have read permissions". The
+    hand-ins in inbound/ stay their students'."""
+    course = settings.exchange / settings.course_id
+    if not course.is_dir():
+        return
+    for folder in (course, course / "inbound"):
+        if folder.is_dir():
+            shutil.chown(folder, settings.grader, settings.grader)
+    if (course / "outbound").is_dir():
+        own_tree(course / "outbound", settings.grader)
 
 
 def _student_software(settings: HubSettings) -> None:
