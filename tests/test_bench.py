@@ -162,3 +162,18 @@ def test_the_gpu_runbook_names_files_that_exist():
     named = set(re.findall(r"\b((?:tests|bench)/[\w/]+\.py)\b", script))
     assert {"tests/test_mutants.py", "bench/reversal_profile.py", "bench/shakespeare.py"} <= named
     assert [path for path in sorted(named) if not (ROOT / path).is_file()] == []
+
+
+def test_the_hub_capacity_students_answer_every_solution_cell():
+    """bench/hub_capacity.py's students type the source's solutions into the notebook they fetch (their check cells
+    then pass): every solution cell of each release notebook gets one, and no stub is left."""
+    bench = _bench("hub_capacity")
+    for release in sorted((ROOT / "release").glob("*/*.ipynb")):
+        notebook = nbformat.read(release, as_version=4)
+        bench.answer(notebook, bench.solution_sources(notebook_path(SOURCE, release.parent.name)))
+        solution_cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution")]
+        assert solution_cells, release
+        for cell in solution_cells:
+            assert "NotImplementedError" not in cell.source and "YOUR CODE HERE" not in cell.source, release
+            if cell.cell_type == "code":
+                compile(cell.source, str(release), "exec")
