@@ -56,8 +56,11 @@ def run(args) -> None:
     from autograder.hub import process
     from autograder.hub.settings import HubSettings
     settings = HubSettings.load(args.settings) if args.settings else demo_settings(args.root, args.port)
-    print(f"laying out {settings.folder} and starting the hub (about half a minute)...", flush=True)
-    hub = process.start(settings)
+    print(f"laying out {settings.folder} and starting the hub (a minute or so)...", flush=True)
+    try:
+        hub = process.start(settings)
+    except KeyboardInterrupt:
+        raise SystemExit("stopped before the hub started; run it again to carry on") from None
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         process.wait_until_up(settings, hub)

@@ -39,8 +39,9 @@ def lay_out(settings: HubSettings) -> None:
     ensure_account(settings.grader, settings.course_dir.parent)
     if fresh:
         copy_course(settings.course_dir)
-    for assignment in settings.assignments:
-        _release(settings, assignment)
+    else:
+        _bring_code_up_to_date(settings)
+    _release(settings, settings.assignments)
     own_tree(settings.course_dir.parent, settings.grader)
     _grader_owns_the_exchange(settings)
     settings.save().chmod(0o644)
@@ -59,6 +60,16 @@ def _grader_owns_the_exchange(settings: HubSettings) -> None:
             shutil.chown(folder, settings.grader, settings.grader)
     if (course / "outbound").is_dir():
         own_tree(course / "outbound", settings.grader)
+
+
+def _bring_code_up_to_date(settings: HubSettings) -> None:
+    """A hub started again after the repository changed runs the new code: the course directory's `autograder` and
+    `course` packages are copied afresh. Its source/, release/ and all it graded are the class's and stay."""
+    for package in ("autograder", "course"):
+        target = settings.course_dir / package
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(ROOT / package, target, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
 
 
 def _student_software(settings: HubSettings) -> None:
@@ -111,12 +122,13 @@ def grader_environment(settings: HubSettings) -> dict[str, str]:
             "PATH": f"{settings.python}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}"}
 
 
-def _release(settings: HubSettings, assignment: str) -> None:
-    """nbgrader generate_assignment and release_assignment, in the course directory: students can fetch it."""
-    nbgrader = [f"{settings.python}/bin/nbgrader"]
-    for step in (["generate_assignment", assignment, "--force"], ["release_assignment", assignment, "--force"]):
-        result = subprocess.run(nbgrader + step, cwd=settings.course_dir, env=grader_environment(settings),
-                                capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"nbgrader {step[0]} {assignment} failed in {settings.course_dir}:\n"
-                               f"{result.stderr[-2000:]}")
+def _release(settings: HubSettings, assignments: list[str]) -> None:
+    """nbgrader generate_assignment and release_assignment in the course directory (autograder/hub/release.py):
+    students can fetch them."""
+    if not assignments:
+        return
+    result = subprocess.run([f"{settings.python}/bin/python", "-m", "autograder.hub.release", *assignments],
+                            cwd=settings.course_dir, env=grader_environment(settings), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"releasing {', '.join(assignments)} in {settings.course_dir} failed:\n"
+                           f"{(result.stdout + result.stderr)[-3000:]}")
