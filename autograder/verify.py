@@ -185,7 +185,10 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
             _show(cell, message, "")
             zero[grade_id] = message
             unconfirmed.append(grade_id)
+    mode = autograded.stat().st_mode  # nbgrader leaves it read-only (0444): only root could write it as it is
+    autograded.chmod(mode | 0o200)
     nbformat.write(notebook, autograded)
+    autograded.chmod(mode)
     _correct_scores(database, assignment, student, notebook_name=autograded.stem, zero=zero)
     costly = dict.fromkeys(finding.text() for found in tampered.values() for finding in found)  # each named once
     notes = [f"tampering: {text} (the checks after it earn nothing)" for text in costly]
