@@ -102,8 +102,10 @@ def _jupyter_settings(settings: HubSettings) -> None:
     _write_json(student / "labconfig" / "page_config.json", {"disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True}})
     # The grader's server is formgrader: the course directory, no assignment list.
+    # Collect (the command and formgrader's button) takes a hand-in only from the account it is named for.
     (grader / "nbgrader_config.py").write_text(_nbgrader_config(
-        settings, f"c.CourseDirectory.course_id = {settings.course_id!r}"))
+        settings, f"c.CourseDirectory.course_id = {settings.course_id!r}",
+        "c.ExchangeFactory.collect = 'autograder.hub.owned_collect.OwnedCollect'"))
     _write_json(grader / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": {
         "nbgrader.server_extensions.assignment_list": False, "nbgrader.server_extensions.course_list": False}}})
     _write_json(grader / "labconfig" / "page_config.json", {"disabledExtensions": {
