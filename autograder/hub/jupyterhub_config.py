@@ -52,13 +52,15 @@ c.LocalProcessSpawner.shell_cmd = []
 # Who may log in.
 c.Authenticator.username_pattern = ACCOUNT_NAME
 if settings.login == "lti":
-    c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.auth.LTI13Authenticator"
-    c.LTI13Authenticator.issuer = settings.lti.issuer
-    c.LTI13Authenticator.client_id = [settings.lti.client_id]
-    c.LTI13Authenticator.authorize_url = settings.lti.authorize_url
-    c.LTI13Authenticator.jwks_endpoint = settings.lti.jwks_endpoint
-    c.LTI13Authenticator.username_key = settings.lti.username_key
-    c.LTI13Authenticator.uri_scheme = "https" if settings.ip not in ("127.0.0.1", "localhost") else "http"
+    # jupyterhub-ltiauthenticator's LTI13Authenticator, refusing a replayed launch and a name that cannot be an
+    # account, each refusal in words (hooks.ClassLtiAuthenticator)
+    c.JupyterHub.authenticator_class = "autograder.hub.hooks.ClassLtiAuthenticator"
+    c.ClassLtiAuthenticator.issuer = settings.lti.issuer
+    c.ClassLtiAuthenticator.client_id = [settings.lti.client_id]
+    c.ClassLtiAuthenticator.authorize_url = settings.lti.authorize_url
+    c.ClassLtiAuthenticator.jwks_endpoint = settings.lti.jwks_endpoint
+    c.ClassLtiAuthenticator.username_key = settings.lti.username_key
+    c.ClassLtiAuthenticator.uri_scheme = "https" if settings.ip not in ("127.0.0.1", "localhost") else "http"
     c.Authenticator.allow_all = True  # whoever the platform launches is in the class: the platform is the gate
     c.Authenticator.manage_groups = True  # a launch's LTI role decides student or instructor (hooks.login_hook)
     c.Authenticator.post_auth_hook = login_hook
