@@ -1,6 +1,9 @@
 """What the hub does as people log in and their servers start.
 
 - `prepare_account`: before a server starts, its person's Unix account and private home (made the first time).
+- `ClassLtiAuthenticator`: jupyterhub-ltiauthenticator's LTI 1.3 login, which also refuses a launch used before (its
+  nonce, even with the cookies that came with it) and a username that cannot be an account, and tells the person what
+  went wrong and what to do, in words, instead of the package's "OAuth state mismatch" or "User missing or null".
 - `login_hook`: after an LTI 1.3 launch, the person's groups from their LTI role (an instructor grades, everyone else
   is a student), and their LMS identity written to nbgrader's gradebook (`Student.lms_user_id`, with their name and
   email), so that `python -m autograder lms push` sends their grade to the person who logged in.
@@ -8,14 +11,30 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import threading
+import time
 from pathlib import Path
 
-from autograder.hub.accounts import ensure_account
+import jwt
+from ltiauthenticator.lti13.auth import LTI13Authenticator
+from ltiauthenticator.lti13.constants import LTI13_CUSTOM_CLAIM
+from ltiauthenticator.lti13.error import ValidationError
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
+from ltiauthenticator.lti13.validator import LTI13LaunchValidator
+from tornado.web import HTTPError
+
+from autograder.hub.accounts import ensure_account, check_name
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
-TEACHING_ROLES = ("#Instructor", "#TeachingAssistant", "#ContentDeveloper", "#Administrator")
+# The course roles (LTI 1.3, "context roles") that grade: each principal role with its sub-roles, in the full form
+# (membership#Instructor), the sub-role form (membership/Instructor#TeachingAssistant) and the simple name.
+STAFF_ROLES = ("Instructor", "TeachingAssistant", "ContentDeveloper", "Administrator")
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
+AGAIN = "Go back to the course in your LMS and click the hub's link again."
+log = logging.getLogger("JupyterHub")
 
 
 def _settings() -> HubSettings:
@@ -29,8 +48,17 @@ def prepare_account(spawner) -> None:
 
 
 def teaches(roles: list[str]) -> bool:
-    """Whether an LTI launch's roles (full URIs, as LTI 1.3 sends them) make the person one of the course's staff."""
-    return any(role.endswith(TEACHING_ROLES) and "/membership" in role for role in roles)
+    """Whether an LTI launch's roles make the person one of the course's staff: a course role (not an institution or
+    system one: a professor elsewhere is a student here) of instructor, teaching assistant, content developer or
+    administrator, or any of their sub-roles. Learner sub-roles (membership/Learner#Instructor) do not grade."""
+    for role in roles:
+        if role in STAFF_ROLES:
+            return True
+        if role.startswith(f"{MEMBERSHIP}#") and role.removeprefix(f"{MEMBERSHIP}#").split("#")[0] in STAFF_ROLES:
+            return True
+        if role.startswith(f"{MEMBERSHIP}/") and role.removeprefix(f"{MEMBERSHIP}/").split("#")[0] in STAFF_ROLES:
+            return True
+    return False
 
 
 async def login_hook(authenticator, handler, authentication: dict) -> dict:
@@ -46,16 +74,125 @@ async def login_hook(authenticator, handler, authentication: dict) -> dict:
 
 async def record_student(settings: HubSettings, name: str, claims: dict) -> None:
     """`nbgrader db student add` in the course directory, as the grader: the student's LMS user id (the launch's
-    `sub`, the id the LMS's grade service knows), name and email."""
+    `sub`, the id the LMS's grade service knows), and the name and email the launch sent (a claim it did not send is
+    left out, not blanked)."""
     from autograder.hub.layout import grader_environment
-    argv = [f"{settings.python}/bin/nbgrader", "db", "student", "add", name, f"--lms-user-id={claims.get('sub', '')}",
-            f"--first-name={claims.get('given_name', '')}", f"--last-name={claims.get('family_name', '')}",
-            f"--email={claims.get('email', '')}"]
+    given = {"--lms-user-id": claims.get("sub"), "--first-name": claims.get("given_name"),
+             "--last-name": claims.get("family_name"), "--email": claims.get("email")}
+    argv = [f"{settings.python}/bin/nbgrader", "db", "student", "add", name,
+            *(f"{flag}={value}" for flag, value in given.items() if value)]
     process = await asyncio.create_subprocess_exec(
         "setpriv", f"--reuid={settings.grader}", f"--regid={settings.grader}", "--clear-groups", *argv,
-        cwd=settings.course_dir, env=grader_environment(settings),
+        cwd=settings.course_dir, env=grader_environment(settings) | {"HOME": str(settings.course_dir.parent)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     output, _ = await process.communicate()
-    if process.returncode != 0:
-        authenticator_log = __import__("logging").getLogger("JupyterHub")
-        authenticator_log.error("could not record %s in the gradebook: %s", name, output.decode()[-1000:])
+    if process.returncode != 0:  # the student still works; `lms push` matches them by email until this is fixed
+        log.error("could not record %s (LMS user %s) in the gradebook: %s", name, claims.get("sub"),
+                  output.decode(errors="replace")[-1000:])
+
+
+def refusal(status: int, message: str, detail: str) -> HTTPError:
+    """An HTTPError whose page tells the person `message`; `detail` (the check that failed) goes to the hub's log."""
+    error = HTTPError(status, "LTI launch refused: %s", detail, reason="The hub could not log you in")
+    error.jupyterhub_message = message
+    return error
+
+
+class ClassLtiCallbackHandler(LTI13CallbackHandler):
+    """The launch's last step (the LMS posts the signed id_token here): the package's checks in its order, each
+    refusal said in words, and a nonce accepted once. The package keeps the nonce only in the browser's cookie, so
+    the same form posted again with the same cookies (a launch copied from a shared computer or a proxy's log) would
+    log the person in again; the hub remembers each nonce until its token is too old to be taken anyway."""
+
+    used: dict[str, float] = {}  # nonce -> when it may be forgotten (monotonic)
+    lock = threading.Lock()
+
+    def decode_and_validate_launch_request(self) -> dict:
+        validator = LTI13LaunchValidator(parent=self.app)
+        args = {key: values[0].decode() for key, values in self.request.arguments.items()}
+        try:
+            validator.validate_auth_response(args)
+        except ValidationError as error:
+            raise refusal(400, f"This page takes a login from your LMS, and what came is not one ({error}). {AGAIN}",
+                          str(error))
+        try:
+            self.check_state()
+        except HTTPError as error:
+            raise refusal(400, "This login from your LMS was already used, or it began in another browser window "
+                          f"(the hub's check: {error.log_message}). {AGAIN}", error.log_message)
+        authenticator = self.authenticator
+        try:
+            id_token = validator.verify_and_decode_jwt(
+                encoded_jwt=args["id_token"], issuer=authenticator.issuer, audience=authenticator.client_id,
+                jwks_endpoint=authenticator.jwks_endpoint, jwks_algorithms=authenticator.jwks_algorithms)
+            validator.validate_id_token(id_token)
+            validator.validate_azp_claim(id_token, authenticator.client_id)
+        except ValidationError as error:
+            raise self._token_refusal(error, args["id_token"]) from error
+        try:
+            self.check_nonce(id_token)
+        except HTTPError as error:
+            raise refusal(400, "This login from your LMS does not belong to this browser's sign-in (the hub's check: "
+                          f"{error.log_message}). {AGAIN}", error.log_message)
+        self._take_once(id_token, validator.max_age)
+        return id_token
+
+    def _take_once(self, id_token: dict, max_age: int) -> None:
+        now = time.monotonic()
+        with self.lock:
+            for nonce in [n for n, until in self.used.items() if until < now]:
+                del self.used[nonce]
+            if id_token["nonce"] in self.used:
+                raise refusal(400, f"This login from your LMS has been used already: each one logs in once. {AGAIN}",
+                              f"nonce {id_token['nonce']} replayed (sub {id_token.get('sub')})")
+            self.used[id_token["nonce"]] = now + max_age + 60
+
+    def _token_refusal(self, error: ValidationError, token: str) -> HTTPError:
+        """What the person reads when the id_token is refused: the cause in the jwt library's exception."""
+        cause, authenticator, status = error.__context__, self.authenticator, 400
+        unverified = jwt.decode(token, options={"verify_signature": False}) if token.count(".") == 2 else {}
+        if isinstance(cause, jwt.ExpiredSignatureError) or "too long ago" in str(error):
+            message = f"This login from your LMS has expired: it is good for a few minutes only. {AGAIN}"
+        elif isinstance(cause, jwt.InvalidIssuerError):
+            message = (f"This login came from a platform this hub does not take logins from ({unverified.get('iss')!r}"
+                       f"; the hub takes them from {authenticator.issuer!r}). Open the course from your own LMS; "
+                       "if that is where you came from, tell your instructor (the hub's lti.issuer setting).")
+        elif isinstance(cause, jwt.InvalidAudienceError) or "azp" in str(error):
+            status = 401  # as the package answers it
+            message = (f"This login was made for another tool in your LMS (client id {unverified.get('aud')!r}), "
+                       "not for this hub. Use the course's hub link; if you did, tell your instructor (the hub's "
+                       "lti.client_id setting).")
+        elif isinstance(cause, (jwt.InvalidSignatureError, jwt.PyJWKClientError, jwt.DecodeError)):
+            message = ("The hub could not verify that this login came from your LMS: it is not signed with the "
+                       f"LMS's keys. {AGAIN} If this keeps happening, tell your instructor (the hub's "
+                       "lti.jwks_endpoint setting).")
+        else:
+            message = f"Your LMS's login is missing something the hub needs ({error}). Tell your instructor."
+        return refusal(status, message, f"{type(cause).__name__}: {error}")
+
+
+class ClassLtiAuthenticator(LTI13Authenticator):
+    """LTI 1.3 login for the class: the package's, with the checks and words above, and a username that is the
+    Unix account (or a refusal that says why it cannot be)."""
+
+    callback_handler = ClassLtiCallbackHandler
+
+    def get_username(self, token: dict) -> str:
+        key = self.username_key
+        sent = (token.get(LTI13_CUSTOM_CLAIM) or {}).get(key.removeprefix("custom_")) if key.startswith("custom_") \
+            else token.get(key)
+        if not sent:  # the package would fall back to `sub`, an id no person and no Unix account is named
+            raise refusal(403, "Your LMS did not say your username, so the hub cannot tell which account is yours. "
+                          f"Tell your instructor: the LMS's tool needs the custom field "
+                          f"{key.removeprefix('custom_')!r} (lti.username_key = {key!r}).",
+                          f"no {key} in the launch of sub {token.get('sub')}")
+        name = self.normalize_username(str(sent))
+        try:
+            check_name(name)
+        except ValueError:
+            raise refusal(403, f"Your LMS gave the username {sent!r}, which cannot be an account on this hub: a name "
+                          "here is a lower-case letter or _, then up to 31 lower-case letters, digits, _ or -. Tell "
+                          f"your instructor: the LMS's tool must send a login name in its custom field "
+                          f"{key.removeprefix('custom_')!r} (lti.username_key).",
+                          f"username {sent!r} is not an account name") from None
+        return name

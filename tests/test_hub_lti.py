@@ -1,0 +1,231 @@
+"""Login from the LMS (issue 41, item 2): a real class hub with `login = "lti"` (jupyterhub-ltiauthenticator's LTI 1.3
+login, autograder/hub/hooks.py) and a real LTI 1.3 platform on loopback (tests/lti_launch.py: the lti1p3platform
+package with a course page, the OIDC authorisation endpoint and its keys). A student follows the course's link and
+lands in their own JupyterLab, as their own Unix account, recorded in the gradebook under the LMS's id for them, and
+`lms push` sends their grade to that id; an instructor reaches formgrader, a learner does not; a forged, foreign,
+misaddressed, expired or replayed launch and a username that cannot be an account are refused with a page that says
+why. One hub for the module."""
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import json
+import pwd
+import re
+
+import pytest
+import requests
+from nbgrader.api import Gradebook
+
+from autograder.cli import main
+from autograder.hub.settings import LtiLogin
+from tests.browser import VIEWPORT, browser  # noqa: F401 (a fixture)
+from tests.hub import open_server, running_hub
+from tests.lti_launch import CLIENT_ID, INSTRUCTOR, ISSUER, LaunchPlatform, Person, form_of, new_key
+from autograder.paths import ROOT
+
+ARTIFACTS = ROOT / "tests" / "artifacts" / "hub-lti"
+PEOPLE = {
+    "lti-ada": Person("lms-user-7f3a9c", "lti-ada", given_name="Ada", family_name="Lovelace", email="ada@uni.example"),
+    "lti-grace": Person("lms-user-51b2", "lti-grace", given_name="Grace", family_name="Hopper"),
+    "lti-teacher": Person("lms-user-1", "lti-teacher", [INSTRUCTOR], "The", "Instructor"),
+    "spaced": Person("lms-user-88", "Ada Lovelace", given_name="Ada", family_name="Lovelace"),
+    "silent": Person("lms-user-89", None, given_name="No", family_name="Username"),
+}
+QUIZ = "lti-quiz"  # an assignment written into the hub's gradebook with nbgrader's API, for `lms push`
+
+
+def run(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            code = main(list(args))
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 1
+            out.write(stop.code if isinstance(stop.code, str) else "")
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def lms(tmp_path_factory):
+    """The platform, its tool registration holding the key set `lms keys` made, and the hub launched from it:
+    (platform, hub settings, the `lms push` config)."""
+    config = tmp_path_factory.mktemp("lti-tool") / "lti.toml"
+    code, said = run("lms", "keys", "--config", str(config))
+    assert code == 0, said
+    key_set = json.loads((config.parent / "lti-keyset.json").read_text())
+    with LaunchPlatform(key_set, PEOPLE) as platform:
+        login = LtiLogin(issuer=ISSUER, client_id=CLIENT_ID, authorize_url=platform.authorize_url,
+                         jwks_endpoint=platform.jwks_url)
+        with running_hub("lti", [], [], [], login="lti", lti=login) as hub:
+            platform.register_tool(hub.url)
+            text = config.read_text()
+            for name, value in (("client_id", CLIENT_ID), ("deployment_id", "1:course-tfs-2026"),
+                                ("token_url", platform.token_url), ("lineitems_url", f"{platform.url}/lineitems"),
+                                ("memberships_url", f"{platform.url}/memberships")):
+                text = text.replace(f'{name} = ""', f'{name} = "{value}"', 1)
+            config.write_text(text)
+            yield platform, hub, config
+
+
+def follow_link(platform: LaunchPlatform, session: requests.Session, user: str) -> tuple[str, dict]:
+    """The person clicks the hub's link in the LMS: the platform's login initiation, the hub's authentication
+    request, the platform's answer; returns the launch form a browser would post (action, fields)."""
+    page = session.get(f"{platform.url}/launch", params={"user": user})
+    assert page.status_code == 200, (page.status_code, page.url, page.text[:500])
+    return form_of(page.text)
+
+
+def launch(platform: LaunchPlatform, user: str, session: requests.Session | None = None) -> requests.Response:
+    """The whole launch as a browser makes it (the form submits itself): the hub's answer, redirects followed."""
+    session = session or requests.Session()
+    action, fields = follow_link(platform, session, user)
+    answer = session.post(action, data=fields)
+    answer.session = session
+    return answer
+
+
+def page_says(answer: requests.Response) -> str:
+    """The words of the hub's error page: its heading and its message, as a person reads them."""
+    found = re.search(r'<div class="error">(.*?)</div>', answer.text, re.S)
+    assert found, answer.text[:2000]
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", found[1])).split())
+
+
+def logged_in(hub, session: requests.Session) -> str | None:
+    """Who the hub takes this session for (its own API, as the browser's page asks it), or None."""
+    answer = session.get(f"{hub.url}/hub/api/user", headers={"Referer": f"{hub.url}/hub/home"})
+    return answer.json()["name"] if answer.status_code == 200 else None
+
+
+def test_a_student_follows_the_link_and_lands_in_their_own_jupyterlab(lms):
+    platform, hub, _ = lms
+    answer = launch(platform, "lti-ada")
+    assert answer.status_code == 200, (answer.status_code, answer.url, answer.text[:800])
+    assert platform.refused == [], platform.refused
+    assert logged_in(hub, answer.session) == "lti-ada"
+    session = open_server(hub, answer.session, "lti-ada")
+    assert session.get(f"{hub.url}/user/lti-ada/lab").url == f"{hub.url}/user/lti-ada/lab"
+    written = session.put(f"{hub.url}/user/lti-ada/api/contents/mine.txt",
+                          json={"type": "file", "format": "text", "content": "hello"})
+    assert written.status_code == 201, written.text
+    owner = (hub.homes / "lti-ada" / "mine.txt").stat().st_uid
+    assert pwd.getpwuid(owner).pw_name == "lti-ada", "the server runs as the student's own Unix account"
+    groups = answer.session.get(f"{hub.url}/hub/api/user", headers={"Referer": f"{hub.url}/hub/home"}).json()
+    assert groups["groups"] == [hub.student_group], groups
+
+
+def test_the_hub_user_is_the_gradebook_student_under_the_lms_id_and_lms_push_reaches_them(lms):
+    platform, hub, config = lms
+    assert launch(platform, "lti-ada").status_code == 200
+    gradebook = hub.course_dir / "gradebook.db"
+    with Gradebook(f"sqlite:///{gradebook}") as gb:
+        ada = gb.find_student("lti-ada")
+        assert (ada.lms_user_id, ada.first_name, ada.last_name, ada.email) == (
+            "lms-user-7f3a9c", "Ada", "Lovelace", "ada@uni.example")
+        assert [s.id for s in gb.students] == ["lti-ada"], "the instructor is not a student"
+        gb.add_assignment(QUIZ)
+        gb.add_notebook(QUIZ, QUIZ)
+        gb.add_grade_cell("q1", QUIZ, QUIZ, max_score=5, cell_type="code")
+        with gb.db.no_autoflush:
+            gb.add_submission(QUIZ, "lti-ada")
+        grade = gb.find_grade("q1", QUIZ, QUIZ, "lti-ada")
+        grade.auto_score, grade.needs_manual_grade = 4, False
+        gb.db.commit()
+    # The roster shows no emails (an LMS's privacy setting): only the launch's `sub` links the student to the LMS.
+    assert all("email" not in member for member in platform.store.members)
+    code, said = run("lms", "push", "--config", str(config), "--gradebook", str(gradebook), "--assignment", QUIZ)
+    assert code == 0, said
+    (taken,) = platform.store.scores.values()
+    assert set(taken) == {"lms-user-7f3a9c"}, said
+    assert taken["lms-user-7f3a9c"]["scoreGiven"] == 4 and taken["lms-user-7f3a9c"]["scoreMaximum"] == 5
+
+
+def test_an_instructor_reaches_formgrader_and_a_learner_gets_403(lms):
+    platform, hub, _ = lms
+    teacher = launch(platform, "lti-teacher").session
+    answer = teacher.get(f"{hub.url}/services/{hub.course_id}/formgrader")
+    assert answer.status_code == 200 and "formgrader" in answer.text.lower(), (answer.status_code, answer.url)
+    learner = launch(platform, "lti-grace").session
+    assert logged_in(hub, learner) == "lti-grace"
+    answer = learner.get(f"{hub.url}/services/{hub.course_id}/formgrader")
+    assert answer.status_code == 403, (answer.status_code, answer.url)
+
+
+def forged(platform):
+    platform.forge = new_key()
+
+
+def tampering(**claims):
+    def tamper(platform):
+        platform.tamper = lambda signed: {**signed, **claims}
+    return tamper
+
+
+def expired(platform):
+    platform.tamper = lambda signed: {**signed, "iat": signed["iat"] - 900, "exp": signed["iat"] - 300}
+
+
+REFUSALS = {  # case: (what the platform does to the next launch, who, status, what the page says)
+    "forged": (forged, "lti-grace", 400, "could not verify that this login came from your LMS"),
+    "wrong-issuer": (tampering(iss="https://other-lms.example"), "lti-grace", 400,
+                     "a platform this hub does not take logins from ('https://other-lms.example'"),
+    "wrong-client-id": (tampering(aud="20000000000099", azp="20000000000099"), "lti-grace", 401,
+                        "made for another tool in your LMS (client id '20000000000099')"),
+    "expired": (expired, "lti-grace", 400, "has expired"),
+    "not-an-account-name": (None, "spaced", 403,
+                            "gave the username 'Ada Lovelace', which cannot be an account on this hub"),
+    "no-username": (None, "silent", 403, "did not say your username"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+def test_a_bad_launch_is_refused_with_a_page_that_says_why(lms, case):
+    platform, hub, _ = lms
+    change, user, status, says = REFUSALS[case]
+    if change:
+        change(platform)
+    answer = launch(platform, user)
+    assert platform.tamper is None and platform.forge is None, "the launch was signed"
+    assert (answer.status_code, answer.url) == (status, f"{hub.url}/hub/lti13/oauth_callback"), answer.text[:600]
+    said = page_says(answer)
+    assert said.startswith(f"{status} : The hub could not log you in") and says in said, said
+    print(case, said, sep=": ")
+    assert logged_in(hub, answer.session) is None
+
+
+def test_a_replayed_launch_is_refused(lms):
+    platform, hub, _ = lms
+    session = requests.Session()
+    action, fields = follow_link(platform, session, "lti-grace")
+    cookies = session.cookies.copy()  # what a copied launch would carry: the form and the browser's cookies
+    assert session.post(action, data=fields).status_code == 200
+    again = session.post(action, data=fields)  # the same browser posts the form twice
+    assert again.status_code == 400 and "was already used" in page_says(again), page_says(again)
+    stolen = requests.Session()
+    stolen.cookies = cookies
+    replayed = stolen.post(action, data=fields)
+    assert replayed.status_code == 400 and "has been used already" in page_says(replayed), page_says(replayed)
+    assert logged_in(hub, stolen) is None
+
+
+def test_in_chromium_the_course_page_link_opens_jupyterlab(lms, browser):  # noqa: F811
+    """A fresh browser (no hub cookie) clicks the link on the LMS's course page and ends in the student's
+    JupyterLab, the server the first test started."""
+    platform, hub, _ = lms
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(f"{platform.url}/course?user=lti-ada")
+        page.screenshot(path=ARTIFACTS / "1-lms-course-page.png")
+        page.click("#hub-link")
+        page.wait_for_url(f"{hub.url}/user/lti-ada/lab**")
+        page.wait_for_selector("#jp-main-dock-panel")
+        page.wait_for_selector(".jp-DirListing-content")
+        page.screenshot(path=ARTIFACTS / "2-jupyterlab.png")
+        page.wait_for_selector(".jp-DirListing-item[title*='mine.txt']")  # the file the first test wrote
+    finally:
+        context.close()
