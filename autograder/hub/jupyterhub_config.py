@@ -60,7 +60,9 @@ if settings.login == "lti":
     c.ClassLtiAuthenticator.authorize_url = settings.lti.authorize_url
     c.ClassLtiAuthenticator.jwks_endpoint = settings.lti.jwks_endpoint
     c.ClassLtiAuthenticator.username_key = settings.lti.username_key
-    c.ClassLtiAuthenticator.uri_scheme = "https" if settings.ip not in ("127.0.0.1", "localhost") else "http"
+    # The scheme of the tool's URLs as the browser sees it: the first X-Forwarded-Proto, so https behind nginx or
+    # Caddy on this machine (ip 127.0.0.1), http on the demo's loopback.
+    c.ClassLtiAuthenticator.uri_scheme = "auto"
     c.Authenticator.allow_all = True  # whoever the platform launches is in the class: the platform is the gate
     c.Authenticator.manage_groups = True  # a launch's LTI role decides student or instructor (hooks.login_hook)
     c.Authenticator.post_auth_hook = login_hook
