@@ -81,17 +81,18 @@ def small_reversal_model(seed: int):
     return DecoderOnlyTransformer(vocab_size=6, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=8)
 
 
-def test_the_trained_attention_figure_finds_the_mirror_after_training_and_not_before(figures, capsys, one_thread):
-    """Notebook 06's model and training run (seed 0, 1000 steps; about 10 s on one core)."""
-    from autograder.reference.reversal import reversal_batch, train_reversal
-    from autograder.reference.transformer import DecoderOnlyTransformer
+def test_the_trained_attention_figure_finds_the_mirror_after_training_and_not_before(figures, capsys, one_thread,
+                                                                                    reversal_states):
+    """Notebook 06's model before and after its training run (seed 0, 1000 steps: trained once per run and shared
+    with test_reversal_lessons.py, tests/plots/conftest.py)."""
+    from autograder.reference.reversal import reversal_batch
+    from tests.plots import trained_reversal
 
-    torch.manual_seed(0)
-    model = DecoderOnlyTransformer(vocab_size=10, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=12)
+    model = trained_reversal.untrained("causal mask")
     batch = reversal_batch(200, 6, 10, generator=torch.Generator().manual_seed(1))
     plots.show_trained_attention(model, batch, half_len=6)
     untrained = best_mirror_weight(capsys.readouterr().out)
-    train_reversal(model, 1000, batch_size=64, half_len=6, vocab_size=10, lr=5e-3)
+    model = trained_reversal.trained(reversal_states, "causal mask")
     plots.show_trained_attention(model, batch, half_len=6)
     trained = best_mirror_weight(capsys.readouterr().out)
     assert untrained < 0.4 and trained > 0.5, (untrained, trained)

@@ -12,14 +12,11 @@ import pytest
 import torch
 
 from autograder.paths import RELEASE, SOURCE, notebook_path
-from autograder.reference.reversal import per_position_accuracy, reversal_batch, train_reversal
-from autograder.reference.transformer import DecoderOnlyTransformer
+from autograder.reference.reversal import per_position_accuracy, reversal_batch
 from course import plots
 from tests.notebooks import grade_id
-
-VOCAB, HALF = 10, 6
-CONFIG = dict(vocab_size=VOCAB, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=2 * HALF)
-STEPS, BATCH, LR = 1000, 64, 5e-3  # the notebook's training on a CPU
+from tests.plots import trained_reversal
+from tests.plots.trained_reversal import HALF, VOCAB
 
 
 def cells(folder=SOURCE) -> dict:
@@ -28,16 +25,6 @@ def cells(folder=SOURCE) -> dict:
 
 def prose(cell_id: str) -> str:
     return " ".join(cells()[cell_id].source.split())
-
-
-class NoMaskTransformer(DecoderOnlyTransformer):
-    """06's model with the causal mask taken out, as its leak_run cell defines it."""
-
-    def forward(self, tokens):
-        hidden = self.embedding(tokens)
-        for layer in self.blocks:
-            hidden = layer(hidden, mask=None)
-        return self.lm_head(self.norm_final(hidden))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,14 +37,10 @@ def one_thread_here():
 
 
 @pytest.fixture(scope="module")
-def trained(one_thread_here) -> tuple[dict, torch.Tensor]:
-    """06's two models, each trained as its cells train them on a CPU (seed 0, 1000 steps), and its test batch:
-    ({"causal mask": model, "no mask": model}, batch (1000, 12))."""
-    models = {}
-    for label, cls in (("causal mask", DecoderOnlyTransformer), ("no mask", NoMaskTransformer)):
-        torch.manual_seed(0)
-        models[label] = cls(**CONFIG)
-        train_reversal(models[label], STEPS, batch_size=BATCH, half_len=HALF, vocab_size=VOCAB, lr=LR)
+def trained(reversal_states) -> tuple[dict, torch.Tensor]:
+    """06's two models, each trained as its cells train them on a CPU (seed 0, 1000 steps; once per run, shared with
+    test_figures.py), and its test batch: ({"causal mask": model, "no mask": model}, batch (1000, 12))."""
+    models = {label: trained_reversal.trained(reversal_states, label) for label in trained_reversal.KINDS}
     return models, reversal_batch(1000, HALF, VOCAB, generator=torch.Generator().manual_seed(1))
 
 
