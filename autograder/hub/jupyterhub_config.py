@@ -9,6 +9,7 @@ Who can do what:
 - the idle culler stops servers idle for `idle_timeout` seconds.
 """
 import os
+import pwd
 import sys
 from pathlib import Path
 
@@ -18,6 +19,21 @@ from autograder.hub.layout import grader_environment
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 
 settings = HubSettings.load(Path(os.environ[SETTINGS_VARIABLE]))
+KERNEL_SOCKETS = Path("/run/tfs-kernels")
+
+
+def kernel_sockets(name: str) -> str:
+    """The student's runtime folder, for their server's files and their kernels' sockets: theirs alone (0700), in a
+    folder that only root may write to."""
+    account = pwd.getpwnam(name)
+    KERNEL_SOCKETS.mkdir(mode=0o711, exist_ok=True)
+    KERNEL_SOCKETS.chmod(0o711)
+    folder = KERNEL_SOCKETS / str(account.pw_uid)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.chown(folder, account.pw_uid, account.pw_gid)
+    folder.chmod(0o700)
+    return str(folder)
+
 python = Path(settings.python)
 c = get_config()  # noqa: F821 (provided by JupyterHub)
 
@@ -43,7 +59,13 @@ c.Spawner.environment = {
     "PYTHONPATH": str(settings.software),
     "JUPYTER_CONFIG_PATH": str(settings.student_config),
     "PATH": f"{python / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+    "JUPYTER_RUNTIME_DIR": lambda spawner: kernel_sockets(spawner.user.name),
 }
+# Kernels talk to their server over Unix sockets, not loopback ports picked and bound seconds later: with a class
+# starting kernels at once, a kernel was given a port that another kernel or a starting server then took ("Address
+# already in use"; bench/hub_capacity.py, 2 of 10 students failed). A socket's path has at most 107 characters, so
+# the sockets live in a short folder, /run/tfs-kernels/<uid>, that only the student may open.
+c.Spawner.args = ["--KernelManager.transport=ipc"]
 c.Spawner.pre_spawn_hook = prepare_account
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
