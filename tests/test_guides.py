@@ -50,7 +50,8 @@ def paths_in(text: str) -> list[str]:
     fenced, inline = fenced_and_inline(text)
     words = [span for span in inline if " " not in span]
     words += [token for command in commands_in(text) for token in shlex.split(command)]
-    return [w for w in words if ("/" in w or w.endswith(PATH_ENDINGS)) and not w.startswith(("http", "-", ".venv/"))
+    return [w for w in words if ("/" in w or w.endswith(PATH_ENDINGS))
+            and not w.startswith(("http", "tcp://", "-", ".venv/"))  # a web or Dask scheduler's address, an option
             and not re.search(r"[()=*\[\]]", w)
             and not w.startswith(("/", "~"))]  # a path on the students' machine (the exchange, a home folder)
 
