@@ -385,8 +385,8 @@ def summary(result: dict) -> dict:
 
 HEADER = ("| N | spawn p50 / p95 | Run All p50 / p95 | check cells p50 / p95 | per student PSS (mean / max; peak "
           "of all students' sum / N) | "
-          "USS | RSS | hub / proxy / formgrader / culler PSS | available memory drop | failed | load avg 1 min "
-          "(before / max / after) |\n" + "| --- " * 11 + "|")
+          "USS | RSS | hub / proxy / formgrader / culler PSS | failed | load avg 1 min (before / max / after) |\n"
+          + "| --- " * 10 + "|")
 
 
 def row(result: dict) -> str:
@@ -395,7 +395,7 @@ def row(result: dict) -> str:
             f"{s['run'][1]:.1f} s | {s['check'][0]:.2f} / {s['check'][1]:.2f} s | {s['pss'][0]:.0f} / "
             f"{s['pss'][1]:.0f}; {result['max_students_pss'] / result['students'] / MiB:.0f} MiB | {s['uss'][0]:.0f} MiB | {s['rss'][0]:.0f} MiB | {s['hub']:.0f} / "
             f"{s['proxy']:.0f} / {s['formgrader']:.0f} / {s['culler']:.0f} MiB | "
-            f"{result['memory_available_drop'] / MiB / 1024:.2f} GiB | {s['failed']} of {result['students']} | "
+            f"{s['failed']} of {result['students']} | "
             f"{result['load_before']:.2f} / {result['max_load']:.2f} / {result['load_after']:.2f} |")
 
 
