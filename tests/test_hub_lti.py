@@ -56,8 +56,10 @@ def lms(tmp_path_factory):
     assert code == 0, said
     key_set = json.loads((config.parent / "lti-keyset.json").read_text())
     with LaunchPlatform(key_set, PEOPLE) as platform:
-        login = LtiLogin(issuer=ISSUER, client_id=CLIENT_ID, authorize_url=platform.authorize_url,
-                         jwks_endpoint=platform.jwks_url)
+        # The LMS is another site than the hub (localhost, the hub 127.0.0.1), as it is in a class: its form's POST
+        # to the hub is cross-site, and a browser sends the hub's state cookie with it only where it may.
+        login = LtiLogin(issuer=ISSUER, client_id=CLIENT_ID, jwks_endpoint=platform.jwks_url,
+                         authorize_url=platform.authorize_url.replace("127.0.0.1", "localhost"))
         with running_hub("lti", [], [], [], login="lti", lti=login) as hub:
             platform.register_tool(hub.url)
             text = config.read_text()
@@ -219,13 +221,24 @@ def test_in_chromium_the_course_page_link_opens_jupyterlab(lms, browser):  # noq
     page = context.new_page()
     page.set_default_timeout(120_000)
     try:
-        page.goto(f"{platform.url}/course?user=lti-ada")
+        page.goto(f"{platform.url.replace('127.0.0.1', 'localhost')}/course?user=lti-ada")
         page.screenshot(path=ARTIFACTS / "1-lms-course-page.png")
         page.click("#hub-link")
         page.wait_for_url(f"{hub.url}/user/lti-ada/lab**")
         page.wait_for_selector("#jp-main-dock-panel")
         page.wait_for_selector(".jp-DirListing-content")
-        page.screenshot(path=ARTIFACTS / "2-jupyterlab.png")
         page.wait_for_selector(".jp-DirListing-item[title*='mine.txt']")  # the file the first test wrote
+        page.screenshot(path=ARTIFACTS / "2-jupyterlab.png")
+    finally:
+        context.close()
+    context = browser.new_context(viewport=VIEWPORT)  # someone whose LMS login cannot be an account here
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(f"{platform.url.replace('127.0.0.1', 'localhost')}/course?user=spaced")
+        page.click("#hub-link")
+        page.wait_for_url(f"{hub.url}/hub/lti13/oauth_callback")
+        assert "which cannot be an account on this hub" in page.inner_text(".error")
+        page.screenshot(path=ARTIFACTS / "3-refused-username.png")
     finally:
         context.close()
