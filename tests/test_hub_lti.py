@@ -13,6 +13,8 @@ import io
 import json
 import pwd
 import re
+import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -118,15 +120,26 @@ def test_a_student_follows_the_link_and_lands_in_their_own_jupyterlab(lms):
     assert groups["groups"] == [hub.student_group], groups
 
 
+def student_in(gradebook: Path, name: str, timeout: float = 60) -> tuple | None:
+    """The student's (lms_user_id, first name, last name, email) once the hub has written them, or None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if gradebook.exists():
+            with Gradebook(f"sqlite:///{gradebook}") as gb:
+                found = {s.id: (s.lms_user_id, s.first_name, s.last_name, s.email) for s in gb.students}
+            if found.get(name, (None,))[0]:
+                return found[name]
+        time.sleep(0.5)
+    return None
+
+
 def test_the_hub_user_is_the_gradebook_student_under_the_lms_id_and_lms_push_reaches_them(lms):
     platform, hub, config = lms
     assert launch(platform, "lti-ada").status_code == 200
     gradebook = hub.course_dir / "gradebook.db"
+    recorded = student_in(gradebook, "lti-ada")  # written as she logged in, in the background
+    assert recorded == ("lms-user-7f3a9c", "Ada", "Lovelace", "ada@uni.example"), recorded
     with Gradebook(f"sqlite:///{gradebook}") as gb:
-        ada = gb.find_student("lti-ada")
-        assert (ada.lms_user_id, ada.first_name, ada.last_name, ada.email) == (
-            "lms-user-7f3a9c", "Ada", "Lovelace", "ada@uni.example")
-        assert [s.id for s in gb.students] == ["lti-ada"], "the instructor is not a student"
         gb.add_assignment(QUIZ)
         gb.add_notebook(QUIZ, QUIZ)
         gb.add_grade_cell("q1", QUIZ, QUIZ, max_score=5, cell_type="code")
@@ -153,6 +166,10 @@ def test_an_instructor_reaches_formgrader_and_a_learner_gets_403(lms):
     assert logged_in(hub, learner) == "lti-grace"
     answer = learner.get(f"{hub.url}/services/{hub.course_id}/formgrader")
     assert answer.status_code == 403, (answer.status_code, answer.url)
+    gradebook = hub.course_dir / "gradebook.db"
+    assert student_in(gradebook, "lti-grace") is not None  # recorded after the instructor's launch, one at a time
+    with Gradebook(f"sqlite:///{gradebook}") as gb:
+        assert "lti-teacher" not in {s.id for s in gb.students}, "an instructor is not one of the students"
 
 
 def forged(platform):

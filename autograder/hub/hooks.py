@@ -62,23 +62,38 @@ def teaches(roles: list[str]) -> bool:
 
 
 async def login_hook(authenticator, handler, authentication: dict) -> dict:
-    """JupyterHub's post-auth hook for LTI logins: the person's groups, and their identity in the gradebook."""
+    """JupyterHub's post-auth hook for LTI logins: the person's groups, and their identity in the gradebook (in the
+    background: the person goes on to their server while it is written)."""
     settings = _settings()
     claims = authentication.get("auth_state") or {}
     staff = teaches(claims.get(ROLES_CLAIM, []))
     authentication["groups"] = [settings.formgrader_group if staff else settings.student_group]
     if not staff:
-        await record_student(settings, authentication["name"], claims)
+        recording = asyncio.ensure_future(record_student(settings, authentication["name"], claims))
+        RECORDING.add(recording)  # a task nobody holds may be collected before it ends
+        recording.add_done_callback(RECORDING.discard)
     return authentication
+
+
+RECORDING: set[asyncio.Task] = set()
+RECORDED: set[tuple] = set()  # what this hub wrote to the gradebook since it started: a second login writes nothing
+GRADEBOOK_LOCK = asyncio.Lock()  # one nbgrader at a time: a class logging in at once would queue for SQLite's lock
 
 
 async def record_student(settings: HubSettings, name: str, claims: dict) -> None:
     """`nbgrader db student add` in the course directory, as the grader: the student's LMS user id (the launch's
     `sub`, the id the LMS's grade service knows), and the name and email the launch sent (a claim it did not send is
-    left out, not blanked)."""
-    from autograder.hub.layout import grader_environment
+    left out, not blanked). One at a time, and only what this hub has not written already."""
     given = {"--lms-user-id": claims.get("sub"), "--first-name": claims.get("given_name"),
              "--last-name": claims.get("family_name"), "--email": claims.get("email")}
+    record = (name, *given.values())
+    async with GRADEBOOK_LOCK:
+        if record not in RECORDED and await _add_student(settings, name, given):
+            RECORDED.add(record)
+
+
+async def _add_student(settings: HubSettings, name: str, given: dict) -> bool:
+    from autograder.hub.layout import grader_environment
     argv = [f"{settings.python}/bin/nbgrader", "db", "student", "add", name,
             *(f"{flag}={value}" for flag, value in given.items() if value)]
     process = await asyncio.create_subprocess_exec(
@@ -87,8 +102,9 @@ async def record_student(settings: HubSettings, name: str, claims: dict) -> None
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     output, _ = await process.communicate()
     if process.returncode != 0:  # the student still works; `lms push` matches them by email until this is fixed
-        log.error("could not record %s (LMS user %s) in the gradebook: %s", name, claims.get("sub"),
+        log.error("could not record %s (LMS user %s) in the gradebook: %s", name, given["--lms-user-id"],
                   output.decode(errors="replace")[-1000:])
+    return process.returncode == 0
 
 
 def refusal(status: int, message: str, detail: str) -> HTTPError:
