@@ -72,7 +72,7 @@ c.Spawner.http_timeout = 120
 c.LocalProcessSpawner.shell_cmd = []
 
 # Who may log in.
-c.Authenticator.username_pattern = ACCOUNT_NAME
+c.Authenticator.username_pattern = ACCOUNT_NAME + r"\Z"  # JupyterHub matches from the start only: the whole name
 if settings.login == "lti":
     # jupyterhub-ltiauthenticator's LTI13Authenticator, refusing a replayed launch and a name that cannot be an
     # account, each refusal in words (hooks.ClassLtiAuthenticator)
