@@ -202,7 +202,8 @@ def test_a_students_login_reaches_the_gradebook_through_the_identities(tmp_path)
     the grader's pod) puts it in the gradebook, where `lms push` finds the person who logged in."""
     identities = tmp_path / "identities"
     identities.mkdir()
-    _, namespace = run_extra_config(deploying_values(identities))
+    config, namespace = run_extra_config(deploying_values(identities))
+    assert config.Authenticator.post_auth_hook is namespace["login_hook"]
     student = {"name": "deploy-ada", "auth_state": {ROLES_CLAIM: [f"{MEMBERSHIP}#Learner"], "sub": "lms-7f3a",
                                                     "given_name": "Ada", "family_name": "Lovelace",
                                                     "email": "ada@example.edu"}}
@@ -236,6 +237,7 @@ def test_each_student_runs_as_an_account_of_their_own(tmp_path):
     for spawner in (ada, brian, ada):
         namespace["prepare_account"](spawner)
     config = namespace["c"]
+    assert config.KubeSpawner.pre_spawn_hook is namespace["prepare_account"]
     assert (config.KubeSpawner.uid(ada), config.KubeSpawner.uid(brian)) == (first + 1, first + 2)
     assert config.KubeSpawner.gid == 100
     assert (identities / "passwd").read_text().splitlines() == [
