@@ -36,8 +36,8 @@ def pytest_report_header(config):
 # The slowest files first: pytest-xdist hands out whole files in this order, so no long one starts last while the
 # other workers have nothing left to do. The first that reads the demo class builds it; those that read it only once
 # the others are under way come later, so that no worker starts by waiting for it. "test_hub*" stands for every hub
-# file (issue 41): each starts a JupyterHub and waits on it more than it computes, so they go early, where another
-# worker's grading runs can use the core they leave idle, and never form the tail of the run.
+# file (issue 41): each starts a JupyterHub and waits for its servers to come up, so they go early, where another
+# worker's two-job grading runs can use a core a wait leaves idle, and none of them forms the tail of the run.
 SLOWEST_FIRST = ["test_wild_corpus", "test_adversarial", "test_term", "test_hub*", "test_mutants", "test_handin_links",
                  "test_one_number", "test_source_notebooks", "test_every_cpu", "test_cluster", "test_grading",
                  "test_exchange_handins", "test_guides", "test_lms_collect", "test_feedback_page", "test_demo_class",
