@@ -242,7 +242,8 @@ def test_each_student_runs_as_an_account_of_their_own(tmp_path):
     assert (config.KubeSpawner.uid(ada), config.KubeSpawner.uid(brian)) == (first + 1, first + 2)
     assert config.KubeSpawner.gid == 100
     assert (identities / "passwd").read_text().splitlines() == [
-        f"deploy-ada:x:{first + 1}:100::/home/jovyan:/bin/bash", f"deploy-brian:x:{first + 2}:100::/home/jovyan:/bin/bash",
+        f"deploy-ada:x:{first + 1}:100::/home/jovyan:/bin/bash",
+        f"deploy-brian:x:{first + 2}:100::/home/jovyan:/bin/bash",
         "tfs-grader:x:1000:100::/srv/course:/bin/bash"]
     assert oct((identities / "passwd").stat().st_mode & 0o777) == "0o600"
 
