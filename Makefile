@@ -15,9 +15,10 @@ setup: $(STAMP)
 
 # Chromium for the browser tests (tests/test_browser.py): set-up installs it with apt-get where it runs as
 # root and apt-get exists, and checks again at every set-up. Never fatal: without it those tests skip and
-# say why. Colour emoji too, so the checks' marks show in the screenshots.
+# say why. Colour emoji too, so the checks' marks show in the screenshots; and nss_wrapper, which the class hub's
+# Kubernetes images run first (tests/test_hub_deploy_files.py runs their entrypoint with it).
 CHROMIUM := $(if $(and $(filter 0,$(shell id -u)),$(shell command -v apt-get)),/usr/bin/chromium)
-APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-noto-color-emoji
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-noto-color-emoji libnss-wrapper
 
 # Node.js and npm for the class hub's proxy (configurable-http-proxy, hub/package.json): from the system's packages,
 # like Chromium, where it runs as root and has none yet. Never fatal: without them the hub's tests skip and say why.
