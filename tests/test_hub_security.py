@@ -1,0 +1,328 @@
+"""Nobody reaches what is not theirs on the class hub (issue 41, item 4), each proven against a running hub from the
+student's side, as a student can act: code run in their own kernel on their own server, reached through the hub
+(/user/<name>/api/kernels and its websocket channels), with the permissions and the token that server has.
+
+Each check also runs a positive control where one exists (the student reads their own file, their own environment,
+the student package), so a denial never passes because the probe itself is broken."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
+
+from autograder.hub.layout import grader_environment
+from autograder.paths import ROOT
+from tests.hub import log_in, open_server, running_hub
+
+ADA, BOB, TEACHER = "sec-ada", "sec-bob", "sec-teacher"
+ASSIGNMENT = "03_masking"
+DENIED = ("PermissionError", "FileNotFoundError")
+KERNEL_SOCKETS = Path("/run/tfs-kernels")  # each student's runtime folder, /run/tfs-kernels/<uid> (jupyterhub_config.py)
+
+# What every probe kernel defines first: each probe answers "read" or the exception's name, never raises.
+PRELUDE = textwrap.dedent('''
+    import glob, json, os, urllib.error, urllib.request
+
+    def probe(action):
+        try:
+            action()
+        except OSError as error:
+            return type(error).__name__
+        return "read"
+
+    def read(path):
+        return probe(lambda: open(path, "rb").read(16))
+
+    def listing(path):
+        return probe(lambda: os.listdir(path))
+
+    def call(url, method="GET", body=None, token=None):
+        """The HTTP status of a request made with this server's own API token (the one its owner has)."""
+        token = token or os.environ["JUPYTERHUB_API_TOKEN"]
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method,
+                                         headers={"Authorization": f"token {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, answer.read().decode(errors="replace")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+''')
+
+
+class Kernel:
+    """A kernel in `name`'s own server, opened through the hub with their logged-in session."""
+
+    def __init__(self, hub, name: str):
+        self.hub, self.name = hub, name
+        self.session = open_server(hub, log_in(hub, name), name)
+        answer = self.session.post(f"{hub.url}/user/{name}/api/kernels", json={"name": "python3"})
+        assert answer.status_code == 201, (answer.status_code, answer.text)
+        self.id = answer.json()["id"]
+        self.run(PRELUDE)
+
+    def shut_down(self) -> None:
+        self.session.delete(f"{self.hub.url}/user/{self.name}/api/kernels/{self.id}")
+
+    def run(self, code: str, timeout: float = 120) -> str:
+        """`code`'s standard output; an AssertionError with the traceback when it raised."""
+        return asyncio.run(asyncio.wait_for(self._execute(code), timeout))
+
+    def answer(self, code: str) -> dict:
+        """The JSON value `code` prints on its last line."""
+        return json.loads(self.run(code).strip().splitlines()[-1])
+
+    async def _execute(self, code: str) -> str:
+        cookies = "; ".join(f"{c.name}={c.value}" for c in self.session.cookies
+                            if c.path in ("/", f"/user/{self.name}/", "/hub/"))
+        url = f"ws://{self.hub.ip}:{self.hub.port}/user/{self.name}/api/kernels/{self.id}/channels"
+        connection = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookies}))
+        msg_id = uuid.uuid4().hex
+        connection.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": uuid.uuid4().hex,
+                       "username": self.name, "version": "5.3", "date": ""},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": True}}))
+        output, error = [], None
+        try:
+            while True:
+                raw = await connection.read_message()
+                assert raw is not None, f"{self.name}'s kernel closed its channels"
+                message = json.loads(raw)
+                if message.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = message["msg_type"], message["content"]
+                if kind == "stream":
+                    output.append(content["text"])
+                elif kind == "error":
+                    error = "\n".join(content["traceback"])
+                elif kind == "status" and content["execution_state"] == "idle":
+                    break
+        finally:
+            connection.close()
+        assert error is None, f"{self.name}'s kernel raised:\n{error}"
+        return "".join(output)
+
+
+@pytest.fixture(scope="module")
+def hub():
+    with running_hub("sec", [ADA, BOB], [TEACHER], [ASSIGNMENT]) as h:
+        yield h
+
+
+@pytest.fixture(scope="module")
+def ada(hub):
+    kernel = Kernel(hub, ADA)
+    yield kernel
+    kernel.shut_down()
+
+
+@pytest.fixture(scope="module")
+def bob(hub):
+    kernel = Kernel(hub, BOB)
+    yield kernel
+    kernel.shut_down()
+
+
+@pytest.fixture(scope="module")
+def ada_handed_in(hub, ada) -> Path:
+    """Ada fetches and submits 03 from her kernel with nbgrader, as her terminal would; her hand-in's folder."""
+    ada.run(textwrap.dedent(f'''
+        import subprocess
+        os.chdir(os.path.expanduser("~"))
+        for step in (["fetch_assignment", "{ASSIGNMENT}"], ["submit", "{ASSIGNMENT}"]):
+            done = subprocess.run(["nbgrader", *step, "--course", "{hub.course_id}"], capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+    '''))
+    folders = list((hub.exchange / hub.course_id / "inbound").glob(f"{ADA}+{ASSIGNMENT}+*"))
+    assert len(folders) == 1, folders
+    return folders[0]
+
+
+def test_a_student_cannot_read_another_students_home(hub, ada, bob):
+    ada.run('open(os.path.expanduser("~/notes.txt"), "w").write("ada\'s own notes")\n'
+            'os.chmod(os.path.expanduser("~/notes.txt"), 0o644)')  # even a file she left readable to all
+    bob.run('open(os.path.expanduser("~/notes.txt"), "w").write("bob\'s own notes")')
+    home = hub.homes / ADA
+    assert (home / "notes.txt").read_text() == "ada's own notes"
+    sockets = KERNEL_SOCKETS / str(pwd.getpwnam(ADA).pw_uid)  # her kernel's sockets and connection files (its key)
+    assert list(sockets.glob("kernel-*.json")), f"Ada's kernel has no connection file in {sockets}"
+    seen = bob.answer(f'print(json.dumps([read("{home}/notes.txt"), listing("{home}"), listing("{sockets}"), '
+                      f'read(os.path.expanduser("~/notes.txt"))]))')
+    assert seen == ["PermissionError", "PermissionError", "PermissionError", "read"], seen
+
+
+def test_a_student_cannot_read_the_reference_the_sources_or_the_gradebook(hub, bob):
+    course = hub.course_dir
+    secret = [course / "autograder" / "reference" / "masking.py", course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+              course / "gradebook.db", ROOT / "autograder" / "reference" / "masking.py",
+              ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"]
+    for path in secret:
+        assert path.exists(), f"{path} should exist on the machine: the check below would prove nothing"
+    folders = [course, course / "autograder" / "reference", course / "source", ROOT / "autograder" / "reference",
+               ROOT / "source"]
+    released = hub.exchange / hub.course_id / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    student_package = hub.software / "course" / "__init__.py"
+    seen = bob.answer(f'print(json.dumps({{"files": [read(p) for p in {[str(p) for p in secret]!r}], '
+                      f'"folders": [listing(p) for p in {[str(p) for p in folders]!r}], '
+                      f'"released": read("{released}"), "package": read("{student_package}")}}))')
+    assert all(answer in DENIED for answer in seen["files"]), list(zip(secret, seen["files"]))
+    assert all(answer in DENIED for answer in seen["folders"]), list(zip(folders, seen["folders"]))
+    assert seen["released"] == seen["package"] == "read", seen
+
+
+def test_a_student_cannot_list_or_read_another_students_hand_in(hub, bob, ada_handed_in):
+    inbound = ada_handed_in.parent
+    student, assignment, timestamp, random = ada_handed_in.name.split("+")
+    guessed = inbound / f"{student}+{assignment}+{timestamp}"  # the right name and time, without the random part
+    seen = bob.answer(f'print(json.dumps([listing("{inbound}"), glob.glob("{inbound}/{ADA}+*"), '
+                      f'read("{guessed}/{ASSIGNMENT}.ipynb"), listing("{guessed}")]))')
+    assert seen == ["PermissionError", [], "FileNotFoundError", "FileNotFoundError"], seen
+
+
+def test_a_students_server_token_is_refused_all_but_its_own_groups(hub, ada, bob):
+    """The token in the student's kernel (JUPYTERHUB_API_TOKEN) reads its owner's groups, which nbgrader's assignment
+    list needs, and opens its own server; everything else is refused: the hub's admin API, another's server (Ada's
+    is running), formgrader through the proxy and on its own port."""
+    api = "os.environ['JUPYTERHUB_API_URL']"
+    service = f"services/{hub.course_id}/formgrader"
+    asks = {
+        "own groups": f"call({api} + '/user')",
+        "own server": f"call('{hub.url}/user/{BOB}/api/contents')",
+        "list users": f"call({api} + '/users')",
+        "another user": f"call({api} + '/users/{ADA}')",
+        "no such user": f"call({api} + '/users/sec-nobody')",
+        "start another's server": f"call({api} + '/users/{ADA}/server', 'POST', {{}})",
+        "stop another's server": f"call({api} + '/users/{ADA}/server', 'DELETE')",
+        "list groups": f"call({api} + '/groups')",
+        "the instructors' group": f"call({api} + '/groups/{hub.formgrader_group}')",
+        "join the instructors": f"call({api} + '/groups/{hub.formgrader_group}/users', 'POST', "
+                                f"{{'users': ['{BOB}']}})",
+        "a token of more scopes": f"call({api} + '/users/{BOB}/tokens', 'POST', {{'scopes': ['admin:users']}})",
+        "formgrader": f"call('{hub.url}/{service}/')",
+        "formgrader's API": f"call('{hub.url}/{service}/api/assignments')",
+        "formgrader on its port": f"call('http://127.0.0.1:{hub.formgrader_port}/{service}/api/assignments')",
+        "another's server": f"call('{hub.url}/user/{ADA}/api/contents')",
+        "another's kernels": f"call('{hub.url}/user/{ADA}/api/kernels')",
+    }
+    seen = bob.answer("print(json.dumps({" + ", ".join(f"{k!r}: {v}" for k, v in asks.items()) + "}))")
+    status = {ask: answer[0] for ask, answer in seen.items()}
+    own = json.loads(seen["own groups"][1])
+    assert status["own groups"] == 200 and own["name"] == BOB and own["groups"] == [hub.student_group], seen
+    assert status["own server"] == 200, seen["own server"]
+    # JupyterHub answers a user the token may not see as it answers one who does not exist: nothing is told.
+    assert status["another user"] == 404 and seen["another user"] == seen["no such user"], seen
+    refused = {ask: code for ask, code in status.items() if ask not in ("own groups", "own server", "another user",
+                                                                         "no such user")}
+    assert set(refused.values()) == {403}, refused
+
+
+def _pids(marker: str) -> list[int]:
+    """The processes whose command line holds `marker` (what any account may read in /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_student_cannot_read_the_hubs_the_proxys_or_the_services_secrets(hub, bob):
+    hub_pids = _pids(str(hub.course_dir / "autograder" / "hub" / "jupyterhub_config.py"))
+    proxy_pids = _pids(f"--api-port {hub.proxy_api_port}")
+    service_pids = _pids(f"--ServerApp.root_dir={hub.course_dir}")
+    processes = {"hub": hub_pids, "proxy": proxy_pids, "formgrader": service_pids}
+    assert all(processes.values()), processes
+    # The secrets are there, and are what they guard: the proxy's token in its environment, the service's token in its.
+    assert b"CONFIGPROXY_AUTH_TOKEN=" in Path(f"/proc/{proxy_pids[0]}/environ").read_bytes()
+    assert b"JUPYTERHUB_API_TOKEN=" in Path(f"/proc/{service_pids[0]}/environ").read_bytes()
+    files = [hub.state / "jupyterhub_cookie_secret", hub.state / "jupyterhub.sqlite"]
+    assert all(path.exists() for path in files), files
+    environs = {name: [f"/proc/{pid}/environ" for pid in pids] for name, pids in processes.items()}
+    seen = bob.answer(f'print(json.dumps({{"state": listing("{hub.state}"), '
+                      f'"files": [read(p) for p in {[str(p) for p in files]!r}], '
+                      f'"environ": {{k: [read(p) for p in v] for k, v in {environs!r}.items()}}, '
+                      f'"grader home": listing("{hub.course_dir.parent}"), '
+                      f'"own environ": "JUPYTERHUB_API_TOKEN=" in open("/proc/self/environ").read()}}))')
+    assert seen["state"] == "PermissionError" and seen["files"] == ["PermissionError"] * 2, seen
+    assert seen["grader home"] == "PermissionError", seen
+    assert all(answer == "PermissionError" for answers in seen["environ"].values() for answer in answers), seen
+    assert seen["own environ"] is True, "the probe cannot read even its own environment: it proves nothing"
+def _collect(hub, *options: str) -> str:
+    """`nbgrader collect --update` as the grader, in the course directory, as the instructor runs it; its output."""
+    done = subprocess.run(["setpriv", f"--reuid={hub.grader}", f"--regid={hub.grader}", "--clear-groups",
+                           f"{hub.python}/bin/nbgrader", "collect", ASSIGNMENT, "--update", *options],
+                          cwd=hub.course_dir, capture_output=True, text=True,
+                          env=grader_environment(hub) | {"HOME": str(hub.course_dir.parent)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def _collected(hub) -> dict[str, str]:
+    """What collecting put in submitted/: each student's notebook's text; then submitted/ is emptied for the next."""
+    submitted = hub.course_dir / "submitted"
+    found = {path.parent.parent.name: path.read_text() for path in submitted.glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")}
+    shutil.rmtree(submitted, ignore_errors=True)
+    return found
+
+
+def test_a_student_cannot_hand_in_as_someone_else(hub, bob, ada_handed_in):
+    """Bob writes into inbound, which every account may write, a hand-in named for Ada (an hour after hers, so it
+    would replace it), and one of his own whose notebook is a link to the grader's source notebook (the grader's
+    collect would copy the solution in). Plain nbgrader collects both; the hub's collect, from the command and from
+    formgrader's Collect button, takes Ada's own hand-in and neither of Bob's, and names both to the instructor."""
+    inbound = ada_handed_in.parent
+    ada_time = (ada_handed_in / "timestamp.txt").read_text()
+    later = f"{int(ada_time[:4]) + 1}{ada_time[4:]}"
+    released = hub.exchange / hub.course_id / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    source = hub.course_dir / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    forged, linked = f"{ADA}+{ASSIGNMENT}+{later}+forged", f"{BOB}+{ASSIGNMENT}+{later}+linked"
+    bob.run(textwrap.dedent(f'''
+        notebook = json.load(open("{released}"))
+        notebook["cells"].append({{"cell_type": "markdown", "id": "forged", "metadata": {{}},
+                                  "source": "written by {BOB}"}})
+        for folder in ("{inbound}/{forged}", "{inbound}/{linked}"):
+            os.mkdir(folder)
+            open(folder + "/timestamp.txt", "w").write("{later}")
+        json.dump(notebook, open("{inbound}/{forged}/{ASSIGNMENT}.ipynb", "w"))
+        os.symlink("{source}", "{inbound}/{linked}/{ASSIGNMENT}.ipynb")
+    '''))
+    ada_own = (ada_handed_in / f"{ASSIGNMENT}.ipynb").read_text()
+    assert "BEGIN SOLUTION" in source.read_text() and "BEGIN SOLUTION" not in ada_own
+
+    # Plain nbgrader: the name is believed, and the link is followed.
+    _collect(hub, "--ExchangeFactory.collect=nbgrader.exchange.default.collect.ExchangeCollect")
+    plain = _collected(hub)
+    assert f"written by {BOB}" in plain[ADA] and "BEGIN SOLUTION" in plain[BOB], "the attack no longer works"
+
+    # The hub's collect, as `nbgrader collect`.
+    output = _collect(hub)
+    assert _collected(hub) == {ADA: ada_own}, output
+    assert f"Not collected: inbound/{forged} is named for {ADA}, but the folder belongs to {BOB}" in output, output
+    assert f"Not collected: inbound/{linked} is named for {BOB}, but {ASSIGNMENT}.ipynb in it is a link (to " \
+           f"{source})" in output, output
+
+    # The hub's collect, from formgrader's Collect button (the instructor's request through the hub).
+    teacher = log_in(hub, TEACHER)
+    formgrader = f"{hub.url}/services/{hub.course_id}/formgrader"
+    assert teacher.get(f"{formgrader}/").status_code == 200
+    answer = teacher.post(f"{formgrader}/api/assignment/{ASSIGNMENT}/collect",
+                          headers={"X-XSRFToken": teacher.cookies.get("_xsrf", path=f"/services/{hub.course_id}/")
+                                   or teacher.cookies.get("_xsrf") or ""})
+    assert answer.status_code == 200 and answer.json()["success"], answer.text
+    assert f"Not collected: inbound/{forged}" in answer.json()["log"], answer.json()["log"]
+    assert f"Not collected: inbound/{linked}" in answer.json()["log"], answer.json()["log"]
+    assert _collected(hub) == {ADA: ada_own}
