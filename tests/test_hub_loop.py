@@ -1,0 +1,300 @@
+"""The whole class loop on a real hub, in a real browser (issue 41, part 3).
+
+One hub (tests/hub.py) with 03_masking released; headless Chromium (tests/browser.py) logs in at the hub's login page:
+1. loop-ada opens Nbgrader > Assignment List, fetches 03_masking, opens the notebook, writes her answers in its cells,
+   runs it and sees every check pass, saves and submits from the Assignments tab;
+2. loop-brian fetches it, uploads another assignment's notebook over it and submits that;
+3. loop-teacher opens formgrader through the hub and presses Collect; the grader account grades with the course's
+   `python -m autograder grade 03_masking` and releases with `python -m autograder release-feedback 03_masking`,
+   as an instructor would in a terminal on the hub machine (in the hub's view of the file system);
+4. loop-ada fetches her feedback in the Assignments tab and reads her score on the page; loop-brian reads why his
+   hand-in could not be graded.
+
+Every step leaves a numbered screenshot in tests/artifacts/hub-loop/; none shows a reference solution. The answers
+are put into the cells through the browser (the editor's text input, as a paste), from the course's reference
+solution: the test plays a student who solved it.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import pwd
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.hub.layout import grader_environment
+from autograder.paths import ROOT, notebook_path
+from tests.browser import browser  # noqa: F401 (a fixture)
+from tests.browser import VIEWPORT
+from tests.hub import PASSWORD, running_hub
+from tests.test_browser import menu, run_all_cells, wait_for_notebook
+
+A, WRONG = "03_masking", "02_attention"
+ADA, BRIAN, TEACHER = "loop-ada", "loop-brian", "loop-teacher"
+SHOTS = ROOT / "tests" / "artifacts" / "hub-loop"
+REFERENCE = ROOT / "autograder" / "reference" / "masking.py"
+SOLUTION_LINE = "key_position <= query_position"  # in the reference's causal_mask: no screenshot may show it
+NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+
+
+def answers() -> dict[str, str]:
+    """Each function of the reference solution, as the student writes it in its cell (signature and docstring as the
+    notebook gives them)."""
+    text = REFERENCE.read_text()
+    return {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
+            if isinstance(node, ast.FunctionDef)}
+
+
+@pytest.fixture(scope="module")
+def hub():
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
+    with running_hub("loop", [ADA, BRIAN], [TEACHER], [A]) as h:
+        yield h
+
+
+@pytest.fixture(scope="module")
+def people(browser, hub):
+    """Each person's own browser window (their own cookies), kept across the steps; closed at the end."""
+    contexts = {}
+
+    def window(name: str):
+        if name not in contexts:
+            contexts[name] = browser.new_context(viewport=VIEWPORT)
+            contexts[name].new_page().set_default_timeout(120_000)
+        return contexts[name].pages[0]
+
+    window.contexts = contexts
+    yield window
+    for context in contexts.values():
+        context.close()
+
+
+@pytest.fixture(autouse=True)
+def last_pages(request, people):
+    """Each open window as the test left it, also when it failed: last-<test>-<person>.png."""
+    yield
+    for name, context in people.contexts.items():
+        context.pages[0].screenshot(path=SHOTS / f"last-{request.node.name}-{name}.png")
+
+
+shots = iter(range(1, 100))
+
+
+def shot(page, name: str) -> Path:
+    """The page as it is now, numbered in the order of the steps: tests/artifacts/hub-loop/NN-name.png."""
+    news = page.locator(".Toastify__toast", has_text="Jupyter news")  # JupyterLab's first-run question
+    if news.count() and not page.locator(".jp-Dialog").count():  # under a dialog it cannot be clicked
+        news.get_by_role("button", name="No", exact=True).click()
+        news.wait_for(state="detached")
+    path = SHOTS / f"{next(shots):02d}-{name}.png"
+    page.screenshot(path=path)
+    return path
+
+
+def log_in(page, hub, name: str, next_url: str = "", step: str = "") -> None:
+    """The hub's login page, filled in and sent: JupyterLab opens (the person's server starts), or `next_url`."""
+    page.goto(f"{hub.url}/hub/login" + (f"?next={next_url}" if next_url else ""))
+    page.fill("#username_input", name)
+    page.fill("#password_input", PASSWORD)
+    if step:
+        shot(page, step)
+    page.click("#login_submit")
+    if not next_url:
+        page.locator(".jp-LabShell").wait_for(timeout=180_000)
+
+
+def assignments_tab(page):
+    """Nbgrader > Assignment List: the Assignments tab."""
+    menu(page, "Nbgrader", "Assignment List")
+    page.locator("#released_assignments_list_loading").wait_for(state="hidden")
+    return page
+
+
+def home(hub, name: str) -> Path:
+    """The folder in `name`'s home that Fetch fills (the exchange puts each course under its id)."""
+    return hub.homes / name / hub.course_id / A
+
+
+def as_grader(hub, *args: str) -> subprocess.CompletedProcess:
+    """`python -m autograder <args>` as the grader account, in the course directory, in the hub's view of the file
+    system (the environment's Python is reachable there by every account)."""
+    hub_pid = (hub.state / "jupyterhub.pid").read_text().strip()
+    env = {**grader_environment(hub), "HOME": str(hub.course_dir.parent)}
+    return subprocess.run(["nsenter", f"--target={hub_pid}", "--mount", "setpriv", f"--reuid={hub.grader}",
+                           f"--regid={hub.grader}", "--init-groups", f"{hub.python}/bin/python", "-m", "autograder",
+                           *args], cwd=hub.course_dir, env=env, capture_output=True, text=True, timeout=1200)
+
+
+def gradebook_score(hub, student: str) -> tuple[float, float]:
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{hub.course_dir / 'gradebook.db'}", hub.course_id) as gb:
+        submission = gb.find_submission(A, student)
+        return submission.score, submission.max_score
+
+
+def inbound(hub, student: str) -> list[Path]:
+    return sorted((hub.exchange / hub.course_id / "inbound").glob(f"{student}+{A}+*"))
+
+
+def fetch(page, hub, student: str) -> None:
+    page.locator("#released_assignments_list").get_by_role("button", name="Fetch").click()
+    page.locator("#fetched_assignments_list .assignment-notebooks-link").wait_for()
+    fetched = home(hub, student) / f"{A}.ipynb"
+    assert fetched.is_file(), f"Fetch put nothing at {fetched}"
+    assert fetched.stat().st_uid == pwd.getpwnam(student).pw_uid, "the fetched notebook is not the student's"
+
+
+def submit(page) -> None:
+    page.locator(".lm-TabBar-tab", has_text="Assignments").click()
+    page.locator("#fetched_assignments_list").get_by_role("button", name="Submit").click()
+    page.locator("#submitted_assignments_list .nested_list_item").first.wait_for()
+
+
+def test_1_ada_fetches_writes_runs_and_submits(hub, people):
+    page = people(ADA)
+    log_in(page, hub, ADA, step="ada-login-page")
+    assignments_tab(page)
+    page.locator("#released_assignments_list").get_by_text(A, exact=True).wait_for()
+    shot(page, "ada-assignments-released")
+    fetch(page, hub, ADA)
+    shot(page, "ada-fetched")
+
+    page.locator("#fetched_assignments_list .assignment-notebooks-link").click()  # the assignment's notebooks
+    page.locator("#fetched_assignments_list .nested_list_item").get_by_text(A, exact=True).click()
+    wait_for_notebook(page)
+    notebook = page.locator(NOTEBOOK)
+    for name, code in answers().items():
+        cell = notebook.locator(".jp-CodeCell", has_text=f"def {name}(").first
+        cell.evaluate("cell => cell.scrollIntoView({block: 'center'})")
+        cell.locator(".cm-content").click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(code)
+        page.keyboard.press("Escape")
+        cell.locator(".jp-Cell-inputCollapser").click()  # her answer folded away: no screenshot shows it
+    run_all_cells(page)
+    for name in answers():  # each check cell's output, as she scrolls to it
+        check = notebook.locator(".jp-CodeCell", has_text=f"check_{name}({name})").first
+        check.evaluate("cell => cell.scrollIntoView({block: 'center'})")
+        said = check.locator(".jp-OutputArea-output").inner_text()
+        assert f"{name}: all checks passed." in said and "✘" not in said, said
+    assert not page.get_by_text(SOLUTION_LINE).first.is_visible(), "the screenshot would show the solution"
+    shot(page, "ada-checks-pass")
+
+    page.keyboard.press("Control+s")
+    page.locator(".lm-TabBar-tab.jp-mod-dirty", has_text=f"{A}.ipynb").wait_for(state="detached")
+    saved = nbformat.read(home(hub, ADA) / f"{A}.ipynb", as_version=4)
+    assert "masked_attention: all checks passed." in json.dumps(saved), "her runs were not saved"
+    submit(page)
+    shot(page, "ada-submitted")
+    handed_in = inbound(hub, ADA)
+    assert len(handed_in) == 1, handed_in
+    assert (handed_in[0] / f"{A}.ipynb").read_bytes() == (home(hub, ADA) / f"{A}.ipynb").read_bytes()
+
+
+def test_2_brian_hands_in_another_assignments_notebook(hub, people):
+    page = people(BRIAN)
+    log_in(page, hub, BRIAN)
+    assignments_tab(page)
+    fetch(page, hub, BRIAN)
+    for folder, shown in ((hub.course_id, f"/{hub.course_id}/"), (A, f"/{hub.course_id}/{A}/")):
+        page.locator(".jp-DirListing-itemText").get_by_text(folder, exact=True).dblclick()
+        page.wait_for_function(f"() => document.querySelector('.jp-FileBrowser .jp-BreadCrumbs').innerText"
+                               f".replace(/\\s/g, '') === {shown!r}")
+    wrong = notebook_path(ROOT / "release", WRONG).read_bytes()
+    with page.expect_file_chooser() as chooser:
+        page.locator(".jp-FileBrowser .jp-ToolbarButtonComponent[title='Upload Files']").click()
+    chooser.value.set_files({"name": f"{A}.ipynb", "mimeType": "application/x-ipynb+json", "buffer": wrong})
+    dialog = page.locator(".jp-Dialog")
+    dialog.get_by_text("already exists").wait_for()
+    shot(page, "brian-uploads-another-notebook")
+    dialog.get_by_role("button", name="Overwrite").click()
+    uploaded = home(hub, BRIAN) / f"{A}.ipynb"
+    for _ in range(120):  # the upload's last request writes the file
+        if uploaded.read_bytes() == wrong:
+            break
+        page.wait_for_timeout(500)
+    assert uploaded.read_bytes() == wrong, "the upload did not replace the fetched notebook"
+    submit(page)
+    shot(page, "brian-submitted")
+    handed_in = inbound(hub, BRIAN)
+    assert len(handed_in) == 1 and (handed_in[0] / f"{A}.ipynb").read_bytes() == wrong, handed_in
+
+
+def test_3_teacher_collects_in_formgrader_and_grades(hub, people):
+    page = people(TEACHER)
+    formgrader = f"/services/{hub.course_id}/formgrader"
+    log_in(page, hub, TEACHER, next_url=formgrader)
+    row = page.locator("tr", has_text=A)
+    row.locator("td.collect a").wait_for()
+    assert page.url.startswith(f"{hub.url}{formgrader}"), page.url
+    shot(page, "teacher-formgrader")
+    with page.expect_response(lambda answer: answer.url.endswith(f"/assignment/{A}/collect")) as answer:
+        row.locator("td.collect a").click()
+    dialog = page.locator(".modal-dialog")
+    dialog.wait_for()
+    page.wait_for_function("() => document.getAnimations().length === 0")  # the dialog has faded in
+    shot(page, "teacher-collected")
+    assert answer.value.json()["success"], answer.value.json()
+    assert f"Successfully collected submissions of '{A}'" in dialog.inner_text(), dialog.inner_text()
+    for student in (ADA, BRIAN):
+        collected = notebook_path(hub.course_dir / "submitted" / student, A)
+        assert collected.read_bytes() == (inbound(hub, student)[0] / f"{A}.ipynb").read_bytes(), collected
+    dialog.get_by_role("button", name="OK").click()
+
+    graded = as_grader(hub, "grade", A)
+    assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+    assert gradebook_score(hub, ADA) == (9.0, 11.0), graded.stdout  # every automatic point; the written answer waits
+    assert gradebook_score(hub, BRIAN) == (0.0, 11.0), graded.stdout
+    assert f"{BRIAN} / {A}: this is notebook {WRONG}, not {A}" in graded.stdout, graded.stdout
+    released = as_grader(hub, "release-feedback", A)
+    assert released.returncode == 0, released.stdout[-3000:] + released.stderr[-3000:]
+    assert f"released through the exchange for 2 students ({ADA}, {BRIAN})" in released.stdout, released.stdout
+
+    page.goto(f"{hub.url}{formgrader}/gradebook/{A}/{A}")
+    page.get_by_role("button", name="Show All Names").click()
+    row = page.locator("tr", has=page.get_by_text(ADA, exact=True))
+    row.wait_for()
+    assert "9 / 11" in row.inner_text(), row.inner_text()
+    shot(page, "teacher-formgrader-scores")
+
+
+def open_feedback(page) -> object:
+    """Fetch Feedback in the Assignments tab, then its "(view feedback)" link and the page in the folder it opens:
+    the page's frame."""
+    assignments_tab(page)
+    submitted = page.locator("#submitted_assignments_list")
+    submitted.get_by_role("button", name="Fetch Feedback").click()
+    submitted.get_by_text("(view feedback)").wait_for()
+    submitted.get_by_text("(view feedback)").click()
+    page.locator(".jp-DirListing-itemText").get_by_text(f"{A}.html", exact=True).dblclick()
+    frame = page.frame_locator(".jp-MainAreaWidget:not(.lm-mod-hidden) iframe")
+    frame.locator("h1").first.wait_for()
+    return frame
+
+
+def test_4_students_read_their_feedback(hub, people):
+    page = people(ADA)
+    frame = open_feedback(page)
+    score, max_score = gradebook_score(hub, ADA)
+    text = frame.locator("body").inner_text()
+    assert f"{A} (Score: {score:.1f} / {max_score:.1f})" in text, text[:500]
+    solution_below = frame.locator("body").evaluate(
+        f"body => [...body.querySelectorAll('pre')].filter(p => p.textContent.includes({SOLUTION_LINE!r}))"
+        ".every(p => p.getBoundingClientRect().top > window.innerHeight)")
+    assert solution_below, "the screenshot would show the solution"
+    shot(page, "ada-feedback")
+    pages = list((home(hub, ADA) / "feedback").glob(f"*/{A}.html"))
+    assert len(pages) == 1, pages
+
+    page = people(BRIAN)
+    frame = open_feedback(page)
+    text = " ".join(frame.locator("body").inner_text().split())
+    assert f"{A} (Score: 0 / 11)" in text, text
+    assert (f"Your hand-in could not be graded, so it scores 0 for now: this is notebook {WRONG}, not {A}."
+            in text), text
+    shot(page, "brian-refusal-page")
