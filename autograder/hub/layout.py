@@ -32,7 +32,9 @@ def lay_out(settings: HubSettings) -> None:
     settings.homes.mkdir(exist_ok=True)
     settings.homes.chmod(0o755)
     settings.exchange.mkdir(exist_ok=True)
-    settings.exchange.chmod(0o777)  # as nbgrader asks of an exchange: every account may write its own hand-ins
+    # As nbgrader asks of an exchange, every account may write there; the sticky bit (1777, as /tmp) keeps a student
+    # from moving the course's folder aside and putting their own in its place (its outbound, their readable inbound).
+    settings.exchange.chmod(0o1777)
     _student_software(settings)
     _jupyter_settings(settings)
     fresh = not settings.course_dir.exists()
