@@ -326,3 +326,20 @@ def test_a_student_cannot_hand_in_as_someone_else(hub, bob, ada_handed_in):
     assert f"Not collected: inbound/{forged}" in answer.json()["log"], answer.json()["log"]
     assert f"Not collected: inbound/{linked}" in answer.json()["log"], answer.json()["log"]
     assert _collected(hub) == {ADA: ada_own}
+
+
+def test_a_student_cannot_put_their_own_course_folder_in_the_exchange(hub, bob):
+    """Every account may write in the exchange's root (nbgrader asks it): without its sticky bit, Bob could move the
+    course's folder aside and put his own in its place, so the class would fetch his assignment and hand in to an
+    inbound he reads. (Last in the file: were the move to succeed, it is put back at once.)"""
+    course = hub.exchange / hub.course_id
+    seen = bob.answer(textwrap.dedent(f'''
+        try:
+            os.rename("{course}", "{course}-moved")
+        except OSError as error:
+            print(json.dumps(type(error).__name__))
+        else:
+            os.rename("{course}-moved", "{course}")
+            print(json.dumps("moved"))
+    '''))
+    assert seen == "PermissionError", f"{BOB} could move the course's exchange folder: {seen}"
