@@ -114,10 +114,13 @@ def _add(total: dict, part: dict | None) -> None:
 def memory_by_uid(uids: set[int]) -> dict[int, dict]:
     """uid -> the summed PSS, USS and RSS of every process that account runs."""
     totals: dict[int, dict] = {}
-    for proc in psutil.process_iter(["uids"]):
+    for proc in psutil.process_iter(["uids", "cmdline"]):
         uid = proc.info["uids"].real if proc.info["uids"] else None
         if uid in uids:
-            _add(totals.setdefault(uid, {}), _memory(proc))
+            memory = _memory(proc)
+            _add(totals.setdefault(uid, {}), memory)
+            if memory and "ipykernel_launcher" in " ".join(proc.info["cmdline"] or []):
+                totals[uid]["kernel_pss"] = totals[uid].get("kernel_pss", 0) + memory["pss"]
     return {uid: totals.get(uid, {"pss": 0, "uss": 0, "rss": 0, "processes": 0}) for uid in uids}
 
 
@@ -375,8 +378,8 @@ def summary(result: dict) -> dict:
         "spawn": (percentile(spawns, 0.5), percentile(spawns, 0.95)),
         "run": (percentile(runs, 0.5), percentile(runs, 0.95)),
         "check": (percentile(checks, 0.5), percentile(checks, 0.95)),
-        **{key: (sum(m[key] for m in mem) / len(mem) / MiB if mem else float("nan"),
-                 max((m[key] for m in mem), default=0) / MiB) for key in ("pss", "uss", "rss")},
+        **{key: (sum(m.get(key, 0) for m in mem) / len(mem) / MiB if mem else float("nan"),
+                 max((m.get(key, 0) for m in mem), default=0) / MiB) for key in ("pss", "uss", "rss", "kernel_pss")},
         "hub": hub["hub"].get("pss", 0) / MiB, "proxy": hub["proxy"].get("pss", 0) / MiB,
         "formgrader": hub["formgrader"].get("pss", 0) / MiB, "culler": hub["idle culler"].get("pss", 0) / MiB,
         "failed": len(result["per_student"]) - len(ok) + result["left_running"] + len(result["not_stopped"]),
@@ -384,7 +387,7 @@ def summary(result: dict) -> dict:
 
 
 HEADER = ("| N | spawn p50 / p95 | Run All p50 / p95 | check cells p50 / p95 | per student PSS (mean / max; peak "
-          "of all students' sum / N) | "
+          "of all students' sum / N; of it the kernel) | "
           "USS | RSS | hub / proxy / formgrader / culler PSS | failed | load avg 1 min (before / max / after) |\n"
           + "| --- " * 10 + "|")
 
@@ -393,7 +396,7 @@ def row(result: dict) -> str:
     s = summary(result)
     return (f"| {result['students']} | {s['spawn'][0]:.1f} / {s['spawn'][1]:.1f} s | {s['run'][0]:.1f} / "
             f"{s['run'][1]:.1f} s | {s['check'][0]:.2f} / {s['check'][1]:.2f} s | {s['pss'][0]:.0f} / "
-            f"{s['pss'][1]:.0f}; {result['max_students_pss'] / result['students'] / MiB:.0f} MiB | {s['uss'][0]:.0f} MiB | {s['rss'][0]:.0f} MiB | {s['hub']:.0f} / "
+            f"{s['pss'][1]:.0f}; {result['max_students_pss'] / result['students'] / MiB:.0f}; {s['kernel_pss'][0]:.0f} MiB | {s['uss'][0]:.0f} MiB | {s['rss'][0]:.0f} MiB | {s['hub']:.0f} / "
             f"{s['proxy']:.0f} / {s['formgrader']:.0f} / {s['culler']:.0f} MiB | "
             f"{s['failed']} of {result['students']} | "
             f"{result['load_before']:.2f} / {result['max_load']:.2f} / {result['load_after']:.2f} |")
