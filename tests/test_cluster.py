@@ -114,17 +114,27 @@ def _regrade_copy(demo_root: Path, target: Path, assignments: list[str]) -> Path
     return target
 
 
-def test_the_cluster_grades_the_demo_class_as_this_machine_does(cluster, demo_class, tmp_path):
+@pytest.fixture(scope="module")
+def demo_on_cluster(cluster, demo_class, tmp_path_factory) -> Path:
+    """The demo class's quick notebooks graded again on the cluster in one run, with student `modular`'s notebook 01
+    beside them (its positional encoding in a module of its own: `_hand_in_with_a_module_beside`)."""
     demo_root, _ = demo_class
-    root = _regrade_copy(demo_root, tmp_path / "course", GRADED)
+    root = _regrade_copy(demo_root, tmp_path_factory.mktemp("demo-on-cluster") / "course", GRADED)
+    _hand_in_with_a_module_beside(root)
     result = run_autograder(root, "grade", *GRADED, "--scheduler", cluster.address, "--jobs", "2")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return root
+
+
+def test_the_cluster_grades_the_demo_class_as_this_machine_does(demo_on_cluster, demo_class):
+    demo_root, root = demo_class[0], demo_on_cluster
     assert _cells(root, GRADED, STUDENTS) == _cells(demo_root, GRADED, STUDENTS)
     for assignment in GRADED:
         for student in STUDENTS:
             here = notebook_path(root / "autograded" / student, assignment)
             assert here.exists() == notebook_path(demo_root / "autograded" / student, assignment).exists(), here
-    assert len(Ledger(root / GRADING_DIR / "ledger.jsonl").entries()) == len(GRADED) * len(STUDENTS)
+    assert len(Ledger(root / GRADING_DIR / "ledger.jsonl").entries()) == len(GRADED) * len(STUDENTS) + 1, \
+        "every demo student's notebook and modular's"
     assert not (root / GRADING_DIR / "jobs").exists(), "private gradebooks are removed after the run"
 
 
@@ -146,15 +156,13 @@ def positional_encoding(max_len, d_model):
 """
 
 
-def _hand_in_with_a_module_beside(demo_root: Path, target: Path) -> Path:
-    """A copy of the demo class whose only hand-in is student `modular`'s notebook 01, its positional encoding in a
-    module of their own beside the notebook (`my_encoding.py`, reading `data/base.txt`)."""
-    shutil.copytree(demo_root, target, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback",
-                                                                     GRADING_DIR))
+def _hand_in_with_a_module_beside(root: Path) -> None:
+    """Student `modular` hands in notebook 01 in the class at `root`: demo_perfect's solved notebook, its positional
+    encoding in a module of their own beside the notebook (`my_encoding.py`, reading `data/base.txt`)."""
     assignment = GRADED[0]
-    handed_in = notebook_path(target / "submitted" / "modular", assignment)
-    write_submission("demo_perfect", notebook_path(target / "release", assignment),
-                     notebook_path(target / "source", assignment), handed_in)
+    handed_in = notebook_path(root / "submitted" / "modular", assignment)
+    write_submission("demo_perfect", notebook_path(root / "release", assignment),
+                     notebook_path(root / "source", assignment), handed_in)
     notebook = nbformat.read(handed_in, as_version=4)
     next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "positional_encoding").source \
         = "from my_encoding import positional_encoding"
@@ -162,24 +170,21 @@ def _hand_in_with_a_module_beside(demo_root: Path, target: Path) -> Path:
     (handed_in.parent / "my_encoding.py").write_text(OWN_MODULE)
     (handed_in.parent / "data").mkdir()
     (handed_in.parent / "data" / "base.txt").write_text("10000\n")
-    return target
 
 
-def test_a_module_handed_in_beside_the_notebook_reaches_the_worker(cluster, demo_class, tmp_path):
+def test_a_module_handed_in_beside_the_notebook_reaches_the_worker(demo_on_cluster, demo_class):
     """nbgrader copies what a student hands in beside the notebook next to it before it runs it; a worker must get
     those files too, or the same hand-in scores differently on a cluster (before workers got them, this one scored
-    3 of 9 there and 9 here)."""
-    demo_root, _ = demo_class
-    scores = {}
-    for where, options in {"here": ["--jobs", "1"], "cluster": ["--scheduler", cluster.address]}.items():
-        root = _hand_in_with_a_module_beside(demo_root, tmp_path / where)
-        result = run_autograder(root, "grade", GRADED[0], *options)
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-        scores[where] = _cells(root, GRADED[:1], ["modular"])
-        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-            submission = gb.find_submission(GRADED[0], "modular")
-            assert (submission.code_score, submission.max_code_score) == (9, 9), (where, result.stdout[-2000:])
-    assert scores["cluster"] == scores["here"]
+    3 of 9 there and 9 here). Graded on the cluster in the demo class's run, it scores every cell as demo_perfect's
+    notebook, the same code written in the notebook, scored on this machine (the local run imports a module handed
+    in beside: tests/test_handin_links.py's honest_module)."""
+    demo_root, root = demo_class[0], demo_on_cluster
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        submission = gb.find_submission(GRADED[0], "modular")
+        assert (submission.code_score, submission.max_code_score) == (9, 9)
+    on_cluster = {key[2:]: value for key, value in _cells(root, GRADED[:1], ["modular"]).items()}
+    here = {key[2:]: value for key, value in _cells(demo_root, GRADED[:1], ["demo_perfect"]).items()}
+    assert on_cluster == here
 
 
 def test_what_a_worker_is_sent_of_a_hand_in(tmp_path, monkeypatch):
