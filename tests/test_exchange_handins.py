@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from nbgrader.api import Gradebook
 
 from autograder.paths import notebook_path
 from tests.conftest import run_autograder
@@ -75,7 +76,8 @@ def exchange_class(demo_class, tmp_path_factory):
         config.write(f"\nc.Exchange.root = {str(exchange)!r}\nc.LateSubmissionPlugin.penalty_method = 'zero'\n")
     nbgrader(root, "release_assignment", A)
     due = datetime.now(timezone.utc) - timedelta(minutes=1)
-    nbgrader(root, "db", "assignment", "add", A, f"--duedate={due:%Y-%m-%d %H:%M:%S} UTC")
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:  # what `nbgrader db assignment add --duedate` does
+        gb.update_or_create_assignment(A, duedate=f"{due:%Y-%m-%d %H:%M:%S} UTC")
     wrong = notebook_path(root / "release", OTHER)
     runs = {"graded": grades(root)}
     times = {"perfect late": submit(root, home, "demo_perfect", notebook_path(root / "submitted" / "demo_perfect", A)),
