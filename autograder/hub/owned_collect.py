@@ -16,11 +16,35 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import shutil
 import stat
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
-from nbgrader.utils import check_mode
+from nbgrader.utils import check_mode, ignore_patterns
+
+
+class NotTheirs(OSError):
+    """A file of a hand-in that is not the named student's own, found while it is copied."""
+
+
+def copy_own_file(uid: int):
+    """A copy function for shutil.copytree that copies a regular file of account `uid`, never through a link: what it
+    copies is checked as it is opened, so a file swapped for a link after the hand-in was checked is not followed."""
+    def copy(source: str, target: str) -> str:
+        try:
+            descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as error:
+            raise NotTheirs(f"{os.path.basename(source)} could not be opened without following a link ({error})")
+        with os.fdopen(descriptor, "rb") as opened:
+            info = os.fstat(opened.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
+                raise NotTheirs(f"{os.path.basename(source)} is not the student's own file")
+            with open(target, "wb") as copied:
+                shutil.copyfileobj(opened, copied)
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+        return target
+    return copy
 
 
 def foreign_reason(folder: str, student: str) -> str | None:
@@ -85,3 +109,18 @@ class OwnedCollect(ExchangeCollect):
                 in_time = [h for h in handins if h["timestamp"] <= self.duedate]
                 handins = in_time or handins
             self.src_records.append(handins[0])
+
+    def do_copy(self, src, dest, log=None):
+        """nbgrader's copy of a hand-in, each file opened without following a link and checked to be the student's:
+        a hand-in changed between the check and the copy is not collected, and the instructor is told."""
+        student = os.path.basename(src).split("+", 1)[0]
+        if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
+            raise RuntimeError(f"Directory size is too big: {src}")
+        try:
+            shutil.copytree(src, dest, copy_function=copy_own_file(pwd.getpwnam(student).pw_uid),
+                            ignore=ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
+                                                   max_file_size=self.coursedir.max_file_size, log=self.log))
+        except (shutil.Error, OSError) as error:
+            shutil.rmtree(dest, ignore_errors=True)
+            self.log.warning("Not collected: inbound/%s changed while it was copied (%s). Look at it before anyone is "
+                             "graded for it.", os.path.basename(src), error)
