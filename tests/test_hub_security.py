@@ -333,7 +333,11 @@ def test_a_student_cannot_put_their_own_course_folder_in_the_exchange(hub, bob):
     course's folder aside and put his own in its place, so the class would fetch his assignment and hand in to an
     inbound he reads. (Last in the file: were the move to succeed, it is put back at once.)"""
     course = hub.exchange / hub.course_id
+    released = course / "outbound" / ASSIGNMENT
     seen = bob.answer(textwrap.dedent(f'''
+        changed = [probe(lambda: open("{released}/{ASSIGNMENT}.ipynb", "a")),
+                   probe(lambda: open("{released}/extra.py", "w")), probe(lambda: os.rename("{released}", "{released}-x"))]
+        assert changed == ["PermissionError"] * 3, f"the released assignment could be changed: {{changed}}"
         try:
             os.rename("{course}", "{course}-moved")
         except OSError as error:
@@ -343,3 +347,30 @@ def test_a_student_cannot_put_their_own_course_folder_in_the_exchange(hub, bob):
             print(json.dumps("moved"))
     '''))
     assert seen == "PermissionError", f"{BOB} could move the course's exchange folder: {seen}"
+
+
+def test_a_hand_in_changed_into_a_link_after_its_check_is_not_followed(tmp_path, caplog):
+    """The race the ownership check alone leaves: a student's own hand-in passes the check, then its notebook is
+    swapped for a link to a file only the grader reads before the copy. The hub's collect opens each file without
+    following a link, so nothing is copied and the instructor is told. (No hub needed: the swap is made between the
+    check and the copy, as a student looping the swap could make it.)"""
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.hub.owned_collect import OwnedCollect, foreign_reason
+
+    owner = pwd.getpwuid(os.getuid()).pw_name  # the files below are this account's own, as a student's are theirs
+    secret = tmp_path / "source.ipynb"
+    secret.write_text("### BEGIN SOLUTION")
+    handin = tmp_path / "inbound" / f"{owner}+{ASSIGNMENT}+2026-01-01 00:00:00.000000 UTC+abc"
+    handin.mkdir(parents=True)
+    (handin / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC")
+    (handin / f"{ASSIGNMENT}.ipynb").write_text("{}")
+    assert foreign_reason(str(handin), owner) is None  # the check passes
+    (handin / f"{ASSIGNMENT}.ipynb").unlink()
+    (handin / f"{ASSIGNMENT}.ipynb").symlink_to(secret)  # then the swap
+    collect = OwnedCollect(coursedir=CourseDirectory(), authenticator=Authenticator())
+    target = tmp_path / "submitted" / owner / ASSIGNMENT
+    collect.do_copy(str(handin), str(target))
+    assert not target.exists(), list(target.rglob("*"))
+    assert f"Not collected: inbound/{handin.name} changed while it was copied" in caplog.text, caplog.text
