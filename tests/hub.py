@@ -49,12 +49,14 @@ def running_hub(tag: str, students: list[str], instructors: list[str], assignmen
     hub = HubSettings(root=str(folder), port=port, hub_port=hub_port, proxy_api_port=proxy_api_port,
                       formgrader_port=formgrader_port, grader=f"grader-{tag}", password=PASSWORD,
                       students=students, instructors=instructors, assignments=assignments, **settings)
-    started = process.start(hub)
+    started = None
     try:
+        started = process.start(hub)
         process.wait_until_up(hub, started)
         yield hub
     finally:
-        process.stop(started)
+        if started is not None:
+            process.stop(started)
         shutil.rmtree(folder, ignore_errors=True)
 
 

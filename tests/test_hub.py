@@ -113,3 +113,24 @@ def test_ctrl_c_stops_the_hub_and_everything_it_started(demo):
     while _processes_under(demo.folder) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not _processes_under(demo.folder), _processes_under(demo.folder)
+
+
+def test_stopping_a_hub_stops_what_outlived_it_in_its_namespace():
+    """A student's server runs in a session of its own: if the hub dies first (or is killed when it does not stop in
+    time), nothing else stops the server. `process.stop` kills what is left in the hub's mount namespace."""
+    if why_no_hub():
+        pytest.skip(why_no_hub())
+    from autograder.hub import process
+    hub = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            "setsid sleep 300 & exec sleep 300"], start_new_session=True)
+    deadline = time.monotonic() + 20
+    while not psutil.Process(hub.pid).children():
+        assert time.monotonic() < deadline, "the server stand-in did not start"
+        time.sleep(0.1)
+    server = psutil.Process(hub.pid).children()[0]
+    process.stop(hub, timeout=10)
+    try:
+        server.wait(5)
+    except psutil.TimeoutExpired:
+        server.kill()
+        raise AssertionError("a process of the hub's namespace was left running after the hub stopped")

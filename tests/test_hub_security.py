@@ -249,7 +249,8 @@ def test_a_student_cannot_read_the_hubs_the_proxys_or_the_services_secrets(hub, 
     # The secrets are there, and are what they guard: the proxy's token in its environment, the service's token in its.
     assert b"CONFIGPROXY_AUTH_TOKEN=" in Path(f"/proc/{proxy_pids[0]}/environ").read_bytes()
     assert b"JUPYTERHUB_API_TOKEN=" in Path(f"/proc/{service_pids[0]}/environ").read_bytes()
-    files = [hub.state / "jupyterhub_cookie_secret", hub.state / "jupyterhub.sqlite"]
+    # settings.json holds the demo's shared password.
+    files = [hub.state / "jupyterhub_cookie_secret", hub.state / "jupyterhub.sqlite", hub.folder / "settings.json"]
     assert all(path.exists() for path in files), files
     environs = {name: [f"/proc/{pid}/environ" for pid in pids] for name, pids in processes.items()}
     seen = bob.answer(f'print(json.dumps({{"state": listing("{hub.state}"), '
@@ -257,7 +258,7 @@ def test_a_student_cannot_read_the_hubs_the_proxys_or_the_services_secrets(hub, 
                       f'"environ": {{k: [read(p) for p in v] for k, v in {environs!r}.items()}}, '
                       f'"grader home": listing("{hub.course_dir.parent}"), '
                       f'"own environ": "JUPYTERHUB_API_TOKEN=" in open("/proc/self/environ").read()}}))')
-    assert seen["state"] == "PermissionError" and seen["files"] == ["PermissionError"] * 2, seen
+    assert seen["state"] == "PermissionError" and seen["files"] == ["PermissionError"] * 3, seen
     assert seen["grader home"] == "PermissionError", seen
     assert all(answer == "PermissionError" for answers in seen["environ"].values() for answer in answers), seen
     assert seen["own environ"] is True, "the probe cannot read even its own environment: it proves nothing"

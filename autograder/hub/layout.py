@@ -46,7 +46,7 @@ def lay_out(settings: HubSettings) -> None:
     _release(settings, settings.assignments)
     own_tree(settings.course_dir.parent, settings.grader)
     _grader_owns_the_exchange(settings)
-    settings.save().chmod(0o644)
+    settings.save().chmod(0o600)  # root's alone: the demo's password is in it
 
 
 def _grader_owns_the_exchange(settings: HubSettings) -> None:

@@ -59,8 +59,11 @@ def wait_until_up(settings: HubSettings, process: subprocess.Popen, timeout: flo
     raise RuntimeError(f"the hub did not answer at {settings.url} within {timeout:.0f} s:\n{_log_end(settings)}")
 
 
-def stop(process: subprocess.Popen, timeout: float = 60) -> int:
-    """SIGTERM to the hub: it stops every server, its services and its proxy, then exits."""
+def stop(process: subprocess.Popen, timeout: float = 90) -> int:
+    """SIGTERM to the hub: it stops every server, its services and its proxy, then exits. A hub that has not exited
+    within `timeout` seconds is killed, and so is every process still in its mount namespace: each student's server
+    runs in a session of its own, so nothing else would stop it, and a server left running keeps its account busy."""
+    namespace = mount_namespace(process.pid)
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -68,7 +71,25 @@ def stop(process: subprocess.Popen, timeout: float = 60) -> int:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    if namespace is not None and namespace != mount_namespace(os.getpid()):
+        for pid in processes_in(namespace):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     return process.returncode
+
+
+def mount_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def processes_in(namespace: str) -> list[int]:
+    """Every process in the mount namespace `namespace` (as /proc/<pid>/ns/mnt names it)."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and mount_namespace(int(entry)) == namespace]
 
 
 def _log_end(settings: HubSettings) -> str:
