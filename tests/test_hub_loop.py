@@ -25,13 +25,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import expect
 
 from autograder.hub.layout import grader_environment
 from autograder.paths import ROOT, notebook_path
 from tests.browser import browser  # noqa: F401 (a fixture)
 from tests.browser import VIEWPORT
 from tests.hub import PASSWORD, running_hub
-from tests.test_browser import menu, run_all_cells, wait_for_notebook
+from tests.test_browser import menu, wait_for_idle_kernel, wait_for_notebook
 
 A, WRONG = "03_masking", "02_attention"
 ADA, BRIAN, TEACHER = "loop-ada", "loop-brian", "loop-teacher"
@@ -39,6 +40,12 @@ SHOTS = ROOT / "tests" / "artifacts" / "hub-loop"
 REFERENCE = ROOT / "autograder" / "reference" / "masking.py"
 SOLUTION_LINE = "key_position <= query_position"  # in the reference's causal_mask: no screenshot may show it
 NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+# Run All has finished (or stopped at an error): its first code cell has run and no cell waits ([*]). Out-of-view
+# cells are not drawn on the hub (JupyterLab's default windowing), so their outputs are read once scrolled to.
+RUN_ALL_DONE = f"""() => {{
+  const prompts = [...document.querySelectorAll('{NOTEBOOK} .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);
+  return prompts.length > 0 && /\\d/.test(prompts[0]) && !prompts.some(p => p.includes('*'));
+}}"""
 
 
 def answers() -> dict[str, str]:
@@ -176,12 +183,16 @@ def test_1_ada_fetches_writes_runs_and_submits(hub, people):
         page.keyboard.insert_text(code)
         page.keyboard.press("Escape")
         cell.locator(".jp-Cell-inputCollapser").click()  # her answer folded away: no screenshot shows it
-    run_all_cells(page)
+    wait_for_idle_kernel(page)
+    menu(page, "Run", "Run All Cells")
+    page.wait_for_function(RUN_ALL_DONE, timeout=300_000, polling=500)
+    wait_for_idle_kernel(page)  # the last output has arrived
     for name in answers():  # each check cell's output, as she scrolls to it
         check = notebook.locator(".jp-CodeCell", has_text=f"check_{name}({name})").first
         check.evaluate("cell => cell.scrollIntoView({block: 'center'})")
-        said = check.locator(".jp-OutputArea-output").inner_text()
-        assert f"{name}: all checks passed." in said and "✘" not in said, said
+        said = check.locator(".jp-OutputArea").first
+        expect(said).to_contain_text(f"{name}: all checks passed.", timeout=30_000)
+        assert "✘" not in said.inner_text(), said.inner_text()
     assert not page.get_by_text(SOLUTION_LINE).first.is_visible(), "the screenshot would show the solution"
     shot(page, "ada-checks-pass")
 
