@@ -101,8 +101,10 @@ def _jupyter_settings(settings: HubSettings) -> None:
         "c.Authenticator.plugin_class = JupyterHubAuthPlugin"))
     _write_json(student / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": {
         "nbgrader.server_extensions.formgrader": False}}})
+    # Nor JupyterLab's question about fetching Jupyter news at a student's first visit: the class's hub decides that.
     _write_json(student / "labconfig" / "page_config.json", {"disabledExtensions": {
-        "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True}})
+        "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
+        "@jupyterlab/apputils-extension:announcements": True}})
     # The grader's server is formgrader: the course directory, no assignment list.
     # Collect (the command and formgrader's button) takes a hand-in only from the account it is named for.
     (grader / "nbgrader_config.py").write_text(_nbgrader_config(
