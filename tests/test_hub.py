@@ -102,6 +102,29 @@ def test_the_instructor_opens_formgrader_and_a_student_is_refused(demo):
     assert log_in(demo.settings, DEMO_STUDENTS[1], demo.password).get(formgrader).status_code == 403
 
 
+def test_a_students_kernel_talks_to_their_server_over_their_own_sockets(demo):
+    """Kernels on loopback ports raced each other when a class started them at once ("Address already in use",
+    bench/hub_capacity.py): a student's kernel uses Unix sockets, in a folder only they can open."""
+    import json
+    import pwd
+    import stat
+    student = DEMO_STUDENTS[0]
+    session = open_server(demo.settings, log_in(demo.settings, student, demo.password), student)
+    api = f"{demo.settings.url}/user/{student}/api/kernels"
+    kernel = session.post(api, json={"name": "python3"}).json()["id"]
+    try:
+        restarted = session.post(f"{api}/{kernel}/restart", timeout=180)  # answers once the kernel replied
+        assert restarted.status_code == 200, (restarted.status_code, restarted.text[:500])
+        account = pwd.getpwnam(student)
+        folder = Path("/run/tfs-kernels") / str(account.pw_uid)
+        connection = json.loads((folder / f"kernel-{kernel}.json").read_text())
+        assert connection["transport"] == "ipc" and connection["ip"].startswith(f"{folder}/"), connection
+        mode = folder.stat()
+        assert (mode.st_uid, stat.S_IMODE(mode.st_mode) & 0o077) == (account.pw_uid, 0), oct(mode.st_mode)
+    finally:
+        session.delete(f"{api}/{kernel}")
+
+
 def test_ctrl_c_stops_the_hub_and_everything_it_started(demo):
     running = _processes_under(demo.folder)
     assert any("jupyterhub-singleuser" in line and "--ServerApp.root_dir" not in line for line in running), running
