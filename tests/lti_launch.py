@@ -19,7 +19,6 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import jwt
@@ -186,30 +185,6 @@ class LaunchPlatform(LtiPlatform):
         launch.set_custom_parameters_claim({"username": person.username} if person.username else {})
         launch.set_ags(f"{self.url}/lineitems").set_nrps(f"{self.url}/memberships")
         return launch.lti_launch()
-
-    def _handler(self):
-        platform = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, result, extra = platform.answer(self.command, self.path, dict(self.headers), body)
-                data = result if isinstance(result, bytes) else b"" if result is None else json.dumps(result).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", extra.get("Content-Type", "application/json"))
-                for name in ("Link", "Location"):
-                    if name in extra:
-                        self.send_header(name, extra[name])
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _serve
-
-            def log_message(self, *args):
-                pass
-
-        return Handler
 
 
 def form_of(page: str) -> tuple[str, dict[str, str]]:

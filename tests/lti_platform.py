@@ -223,11 +223,12 @@ class LtiPlatform:
             def _serve(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status, result, extra = platform.answer(self.command, self.path, dict(self.headers), body)
-                data = b"" if result is None else json.dumps(result).encode()
+                data = result if isinstance(result, bytes) else b"" if result is None else json.dumps(result).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", extra.get("Content-Type", "application/json"))
-                if "Link" in extra:
-                    self.send_header("Link", extra["Link"])
+                for name in ("Link", "Location"):  # a page of results; a redirect (tests/lti_launch.py)
+                    if name in extra:
+                        self.send_header(name, extra[name])
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

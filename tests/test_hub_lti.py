@@ -7,9 +7,7 @@ misaddressed, expired or replayed launch and a username that cannot be an accoun
 why. One hub for the module."""
 from __future__ import annotations
 
-import contextlib
 import html
-import io
 import json
 import pwd
 import re
@@ -20,11 +18,11 @@ import pytest
 import requests
 from nbgrader.api import Gradebook
 
-from autograder.cli import main
 from autograder.hub.settings import LtiLogin
 from tests.browser import VIEWPORT, browser  # noqa: F401 (a fixture)
 from tests.hub import open_server, running_hub
 from tests.lti_launch import CLIENT_ID, INSTRUCTOR, ISSUER, LaunchPlatform, Person, form_of, new_key
+from tests.test_lti_push import run
 from autograder.paths import ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "hub-lti"
@@ -36,17 +34,6 @@ PEOPLE = {
     "silent": Person("lms-user-89", None, given_name="No", family_name="Username"),
 }
 QUIZ = "lti-quiz"  # an assignment written into the hub's gradebook with nbgrader's API, for `lms push`
-
-
-def run(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        try:
-            code = main(list(args))
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else 1
-            out.write(stop.code if isinstance(stop.code, str) else "")
-    return code, out.getvalue()
 
 
 @pytest.fixture(scope="module")
