@@ -26,6 +26,7 @@ from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import MISTAKE_EDITS, answered, solution_sources
 from autograder.grading import GRADING_DIR
+from autograder.hub.private_view import unreachable_folder
 from autograder.ledger import Ledger
 from autograder.paths import SOURCE, notebook_path
 from autograder.preflight import nbgrader_metadata
@@ -71,15 +72,6 @@ class Student:
         nbformat.write(notebook, fetched)
         account = pwd.getpwnam(self.name)
         os.chown(fetched, account.pw_uid, account.pw_gid)
-
-
-def unreachable_folder(path: Path) -> Path | None:
-    """The outermost folder above `path` that other accounts may not enter (`/root`, where pyenv keeps Python on
-    some machines); None when every account reaches `path`."""
-    for folder in reversed(path.parents):
-        if not folder.stat().st_mode & 0o001:
-            return folder
-    return None
 
 
 def as_account(name: str, argv: list[str]) -> list[str]:
