@@ -18,10 +18,8 @@ import requests
 
 from autograder.hub import process
 from autograder.hub.cli import free_ports
-from autograder.hub.settings import HubSettings
-from autograder.paths import ROOT
+from autograder.hub.settings import PROXY, HubSettings
 
-PROXY = ROOT / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
 PASSWORD = "hub-test-password"
 
 

@@ -22,7 +22,7 @@ from autograder.hub.settings import LtiLogin
 from tests.browser import VIEWPORT, browser  # noqa: F401 (a fixture)
 from tests.hub import open_server, running_hub
 from tests.lti_launch import CLIENT_ID, INSTRUCTOR, ISSUER, LaunchPlatform, Person, form_of, new_key
-from tests.test_lti_push import run
+from tests.test_lti_push import fill_in, run
 from autograder.paths import ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "hub-lti"
@@ -51,12 +51,7 @@ def lms(tmp_path_factory):
                          authorize_url=platform.authorize_url.replace("127.0.0.1", "localhost"))
         with running_hub("lti", [], [], [], login="lti", lti=login) as hub:
             platform.register_tool(hub.url)
-            text = config.read_text()
-            for name, value in (("client_id", CLIENT_ID), ("deployment_id", "1:course-tfs-2026"),
-                                ("token_url", platform.token_url), ("lineitems_url", f"{platform.url}/lineitems"),
-                                ("memberships_url", f"{platform.url}/memberships")):
-                text = text.replace(f'{name} = ""', f'{name} = "{value}"', 1)
-            config.write_text(text)
+            fill_in(config, platform)
             yield platform, hub, config
 
 

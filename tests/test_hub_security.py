@@ -20,6 +20,7 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
+from autograder.hub.accounts import as_account
 from autograder.hub.layout import grader_environment
 from autograder.paths import ROOT
 from tests.hub import log_in, open_server, running_hub
@@ -264,10 +265,9 @@ def test_a_student_cannot_read_the_hubs_the_proxys_or_the_services_secrets(hub, 
     assert seen["own environ"] is True, "the probe cannot read even its own environment: it proves nothing"
 def _collect(hub, *options: str) -> str:
     """`nbgrader collect --update` as the grader, in the course directory, as the instructor runs it; its output."""
-    done = subprocess.run(["setpriv", f"--reuid={hub.grader}", f"--regid={hub.grader}", "--clear-groups",
-                           f"{hub.python}/bin/nbgrader", "collect", ASSIGNMENT, "--update", *options],
-                          cwd=hub.course_dir, capture_output=True, text=True,
-                          env=grader_environment(hub) | {"HOME": str(hub.course_dir.parent)})
+    done = subprocess.run(as_account(hub.grader, [f"{hub.python}/bin/nbgrader", "collect", ASSIGNMENT, "--update",
+                                                  *options]),
+                          cwd=hub.course_dir, capture_output=True, text=True, env=grader_environment(hub))
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
 

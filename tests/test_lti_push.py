@@ -66,17 +66,22 @@ def tool_files(graded: Path, tmp_path: Path) -> tuple[Path, Path, tuple[str, ...
                                A)
 
 
+def fill_in(config: Path, platform: LtiPlatform) -> None:
+    """The tool's config (as `lms keys` wrote it) filled in with `platform`'s ids and addresses."""
+    text = config.read_text()
+    for name, value in (("client_id", CLIENT_ID), ("deployment_id", "1:course-tfs-2026"),
+                        ("token_url", platform.token_url), ("lineitems_url", f"{platform.url}/lineitems"),
+                        ("memberships_url", f"{platform.url}/memberships")):
+        text = text.replace(f'{name} = ""', f'{name} = "{value}"', 1)
+    config.write_text(text)
+
+
 @contextlib.contextmanager
 def serving(config: Path, course: list[dict]):
     """The platform with the tool's key set registered, serving `course`; the config filled in with its addresses."""
     key_set = json.loads((config.parent / "lti-keyset.json").read_text())
     with LtiPlatform(key_set, course) as platform:
-        text = config.read_text()
-        for name, value in (("client_id", CLIENT_ID), ("deployment_id", "1:course-tfs-2026"),
-                            ("token_url", platform.token_url), ("lineitems_url", f"{platform.url}/lineitems"),
-                            ("memberships_url", f"{platform.url}/memberships")):
-            text = text.replace(f'{name} = ""', f'{name} = "{value}"', 1)
-        config.write_text(text)
+        fill_in(config, platform)
         yield platform
 
 

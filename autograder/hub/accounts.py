@@ -40,6 +40,11 @@ def ensure_account(name: str, home: Path, mode: int = 0o700) -> pwd.struct_passw
     return account
 
 
+def as_account(name: str, argv: list[str]) -> list[str]:
+    """`argv` run as the account `name`, with its own group and no other (run as root)."""
+    return ["setpriv", f"--reuid={name}", f"--regid={name}", "--clear-groups", "--", *argv]
+
+
 def own_tree(folder: Path, name: str) -> None:
     """Every file under `folder` owned by the account `name`."""
     account = pwd.getpwnam(name)

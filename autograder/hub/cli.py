@@ -61,7 +61,7 @@ def run(args) -> None:
         hub = process.start(settings)
     except KeyboardInterrupt:
         raise SystemExit("stopped before the hub started; run it again to carry on") from None
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _stop_as_ctrl_c)  # systemctl stop: the same clean stop as Ctrl-C
     try:
         process.wait_until_up(settings, hub)
         print(banner(settings), flush=True)
@@ -73,6 +73,10 @@ def run(args) -> None:
     finally:
         code = process.stop(hub)
         print(f"stopped (exit {code}). Everything of the class stays in {settings.folder}.")
+
+
+def _stop_as_ctrl_c(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def banner(settings) -> str:

@@ -25,7 +25,7 @@ from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 from ltiauthenticator.lti13.validator import LTI13LaunchValidator
 from tornado.web import HTTPError
 
-from autograder.hub.accounts import ensure_account, check_name
+from autograder.hub.accounts import as_account, check_name, ensure_account
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
@@ -97,8 +97,7 @@ async def _add_student(settings: HubSettings, name: str, given: dict) -> bool:
     argv = [f"{settings.python}/bin/nbgrader", "db", "student", "add", name,
             *(f"{flag}={value}" for flag, value in given.items() if value)]
     process = await asyncio.create_subprocess_exec(
-        "setpriv", f"--reuid={settings.grader}", f"--regid={settings.grader}", "--clear-groups", *argv,
-        cwd=settings.course_dir, env=grader_environment(settings) | {"HOME": str(settings.course_dir.parent)},
+        *as_account(settings.grader, argv), cwd=settings.course_dir, env=grader_environment(settings),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     output, _ = await process.communicate()
     if process.returncode != 0:  # the student still works; `lms push` matches them by email until this is fixed

@@ -36,7 +36,7 @@ def lay_out(settings: HubSettings) -> None:
     # from moving the course's folder aside and putting their own in its place (its outbound, their readable inbound).
     settings.exchange.chmod(0o1777)
     _student_software(settings)
-    _jupyter_settings(settings)
+    write_jupyter_settings(settings)
     fresh = not settings.course_dir.exists()
     ensure_account(settings.grader, settings.course_dir.parent)
     if fresh:
@@ -91,7 +91,9 @@ def _nbgrader_config(settings: HubSettings, *lines: str) -> str:
                       "c.Exchange.path_includes_course = True", *lines, ""])
 
 
-def _jupyter_settings(settings: HubSettings) -> None:
+def write_jupyter_settings(settings: HubSettings) -> None:
+    """etc/student/ and etc/grader/: the Jupyter and nbgrader settings of the students' servers and of formgrader
+    (also written into the Kubernetes images by hub/k8s/jupyter_settings.py)."""
     student, grader = settings.student_config, settings.grader_config
     for folder in (student / "labconfig", grader / "labconfig"):
         folder.mkdir(parents=True, exist_ok=True)
@@ -123,8 +125,9 @@ def _write_json(path: Path, value: dict) -> None:
 
 
 def grader_environment(settings: HubSettings) -> dict[str, str]:
-    """The environment of every process the grader runs: the course directory's own packages first."""
-    return {**os.environ, "PYTHONPATH": str(settings.course_dir), "JUPYTER_CONFIG_PATH": str(settings.grader_config),
+    """The environment of every process the grader runs: its home, the course directory's own packages first."""
+    return {**os.environ, "HOME": str(settings.course_dir.parent), "PYTHONPATH": str(settings.course_dir),
+            "JUPYTER_CONFIG_PATH": str(settings.grader_config),
             "PATH": f"{settings.python}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}"}
 
 

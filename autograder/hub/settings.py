@@ -12,6 +12,7 @@ from autograder.paths import ROOT
 
 SETTINGS_VARIABLE = "TFS_HUB_SETTINGS"
 COURSE_ID = "transformers-from-scratch"
+PROXY = ROOT / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"  # make setup's npm ci puts it there
 
 
 def setting(meaning: str, default=None, factory=None):
@@ -55,7 +56,7 @@ class HubSettings:
     cull_every: int = setting('how often the idle culler looks, in seconds', 300)
     python: str = setting("the environment every account runs: the course's .venv", sys.prefix)
     proxy: str = setting("configurable-http-proxy, from npm (make setup installs it under hub/node_modules)",
-                         str(ROOT / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"))
+                         str(PROXY))
 
     @property
     def folder(self) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: run from anywhere
 
-from autograder.hub.layout import _jupyter_settings  # noqa: E402
+from autograder.hub.layout import write_jupyter_settings  # noqa: E402
 from autograder.hub.settings import HubSettings  # noqa: E402
 
 EXCHANGE = Path("/srv/nbgrader/exchange")  # config.yaml's custom.exchangeRoot
@@ -27,7 +27,7 @@ class ImageSettings(HubSettings):
 
 def write(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    _jupyter_settings(ImageSettings(root=str(folder)))
+    write_jupyter_settings(ImageSettings(root=str(folder)))
 
 
 if __name__ == "__main__":
