@@ -21,6 +21,8 @@
 #                        CUDA, then again with CUDA hidden (CUDA_VISIBLE_DEVICES=), the device mutants' messages,
 #                        then the device checks (pytest -n $WORKERS)
 #     collect            wait for `background` (at most WAIT_SECONDS) and bring back what it has written so far
+#     demo-devices       issue 53: the demo class graded with the GPU, then with it hidden, on the same cores
+#                        (bench/demo_devices.py), and the autograded notebooks of the last run packed for reading
 # Each phase writes its log to $OUT (the device tool's folder that comes back), or ./device-results elsewhere.
 set -uo pipefail
 PYTHON=${PYTHON:-python3}
@@ -132,6 +134,12 @@ for phase in "$@"; do
             tar -czf "$RESULTS/background.tar.gz" -C "$BACKGROUND" . ;;
         demo)
             { time $PYTHON -m autograder demo; } 2>&1 | log demo ;;
+        demo-devices)
+            # A grading job's kernel is forked from a server that imported these: CUDA must still be unused there.
+            $PYTHON -c 'import torch, torch._dynamo, matplotlib.pyplot, ipykernel.kernelapp
+print("CUDA initialised by the grading server'"'"'s imports:", torch.cuda.is_initialized())'
+            $PYTHON bench/demo_devices.py --jobs "$WORKERS" --out "$RESULTS" | tee "$RESULTS/demo_devices.md"
+            tar -czf "$RESULTS/autograded.tar.gz" autograded reports ;;
         suite)
             $PYTHON -m pytest -q -n 8 --dist loadfile -rs tests 2>&1 | log suite ;;
         *) echo "unknown phase: $phase (see the top of bench/on_device.sh)"; exit 2 ;;

@@ -1,8 +1,10 @@
 """The benchmarks measure what the notebooks run: their configurations are the notebooks' own."""
 import ast
 import importlib.util
+import sys
 
 import nbformat
+import torch
 
 from autograder.paths import ROOT, SOURCE, notebook_path
 
@@ -10,6 +12,7 @@ from autograder.paths import ROOT, SOURCE, notebook_path
 def _bench(name: str):
     spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass's string annotations are resolved through its module
     spec.loader.exec_module(module)
     return module
 
@@ -177,3 +180,50 @@ def test_the_hub_capacity_students_answer_every_solution_cell():
             assert "NotImplementedError" not in cell.source and "YOUR CODE HERE" not in cell.source, release
             if cell.cell_type == "code":
                 compile(cell.source, str(release), "exec")
+
+
+def test_the_demo_devices_bench_names_every_difference_between_the_two_gradings(tmp_path):
+    """bench/demo_devices.py (issue 53) says the GPU's grading agrees with the CPU's only when every score, reason,
+    cell's points and error agree, and reads the device each notebook's set-up cell printed."""
+    bench = _bench("demo_devices")
+    rows = {("ada", "01"): {"score": "9", "max_score": "9", "late_penalty": "0", "written_answers_not_graded": "0",
+                            "reason": "", "autograde_seconds": "3.0"}}
+    cells = {("ada", "01", "check_pe"): "2"}
+    errors = {("ada", "01", "check_pe"): "CheckFailed: positional_encoding: shape"}
+
+    def run(name, **changes):
+        row = {**rows[("ada", "01")], **changes.pop("row", {})}
+        return bench.Run(name, 1.0, {("ada", "01"): row}, {**cells, **changes.pop("cells", {})},
+                         {**errors, **changes.pop("errors", {})}, {("ada", "01"): changes.pop("device", "GPU (H)")})
+
+    gpu = run("cuda")
+    assert bench.differences(gpu, run("cpu", row={"autograde_seconds": "9.9"}, device="CPU")) == []
+    assert bench.differences(gpu, run("cpu", row={"reason": "timed out"})) == [
+        "ada/01: reason '' on cuda, 'timed out' on cpu"]
+    assert bench.differences(gpu, run("cpu", cells={("ada", "01", "check_pe"): "0"})) == [
+        "ada/01/check_pe: points '2' on cuda, '0' on cpu"]
+    assert len(bench.differences(gpu, run("cpu", errors={("ada", "01", "check_pe"): "other"}))) == 1
+    assert bench.differences(gpu, bench.Run("cpu", 1.0, {})) != []
+    assert bench.on_the_gpu(gpu) == [] and bench.on_the_gpu(run("cpu", device="CPU")) == ["ada/01: CPU"]
+    assert "| ada | 01 | 9 / 9 | 9 / 9 |" in bench.side_by_side(gpu, run("cpu"))
+
+    from course.notebook_setup import device_report
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "stream", name="stdout", text=f"Running on this machine with torch 2; device: {device_report(torch.device('cpu'))}.\n")])])
+    (tmp_path / "ada" / "01").mkdir(parents=True)
+    nbformat.write(notebook, tmp_path / "ada" / "01" / "01.ipynb")
+    assert bench.read_notebooks(tmp_path) == ({}, {("ada", "01"): "CPU"})
+
+
+def test_the_device_wheels_leave_the_class_hub_out():
+    """The device tool carries at most 64 MiB with the working tree: with JupyterHub's packages the wheels were
+    59.5 MiB, and with the 4.5 MiB tree the call could not start (2026-11-27). The hub never runs there."""
+    from importlib.metadata import distribution
+
+    wheels = _bench("device_wheels")
+    hub_pins = {wheels.normalise(pin.split("==")[0]) for pin in wheels.pins(ROOT / "requirements.txt")
+                if pin.lower().startswith("jupyterhub")}
+    assert hub_pins and hub_pins <= wheels.LEFT_OUT
+    for name in wheels.HUB_ONLY:  # every name is a package the course's environment really holds
+        assert distribution(name).metadata["Name"], name
