@@ -44,6 +44,9 @@ PROBE = textwrap.dedent("""
         "write into the Python environment": lambda: open(Path(sys.prefix) / "planted.pth", "w"),
         "write a start-up file for later kernels": lambda: open(Path.home() / ".ipython" / "x.py", "w"),
         "write a temporary file": lambda: open(Path(os.environ["PROBE_TMP"]) / "t.txt", "w").write("ok"),
+        # a course package never imported before (a fresh copy, as on the hub) has no __pycache__ yet
+        "import a course module whose bytecode cannot be cached": lambda: (
+            sys.path.insert(0, str(course / "library")), __import__("never_imported")),
     }
     verdicts = {}
     for name, attempt in attempts.items():
@@ -64,6 +67,8 @@ def verdicts(tmp_path_factory):
     for folder in ("autograded/alice/01_positional_encoding", "autograded/bob", "submitted/bob", "submitted/alice"):
         (course / folder).mkdir(parents=True)
     (course / "gradebook.db").write_text("grades")
+    (course / "library").mkdir()
+    (course / "library" / "never_imported.py").write_text("VALUE = 1\n")
     (course / "submitted" / "bob" / "nb.ipynb").write_text("{}")
     records = course / "grading" / "jobs" / "records"
     records.mkdir(parents=True)
@@ -80,7 +85,7 @@ def verdicts(tmp_path_factory):
 
 
 ALLOWED = {"write in its own folder", "import the hidden tests", "use the preloaded earlier reference",
-           "write a temporary file"}
+           "write a temporary file", "import a course module whose bytecode cannot be cached"}
 
 
 def test_the_guard_blocks_what_the_policy_forbids_and_nothing_else(verdicts):
@@ -97,6 +102,8 @@ def test_every_blocked_attempt_is_logged_for_the_report(verdicts):
                                                 "write outside its own folder", "use the network",
                                                 "start other processes"}
     assert any("gradebook.db" in entry["detail"] for entry in log)
+    # Python caching bytecode is refused quietly: on the hub every honest hand-in was listed under tampering for it
+    assert not [entry for entry in log if "__pycache__" in entry["detail"]], log
 
 
 @pytest.mark.parametrize("path, verdict", [

@@ -88,6 +88,12 @@ def _writes(mode, flags) -> bool:
     return isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
 
 
+def _bytecode_cache(path: str) -> bool:
+    """Whether `path` is Python caching an imported module's bytecode (its `__pycache__` folder or a file in it):
+    refused where the kernel may not write, but no finding: every import of a module never imported before does it."""
+    return os.path.basename(path) == "__pycache__" or f"{os.sep}__pycache__{os.sep}" in path
+
+
 def _shell():
     """The IPython shell once the kernel has made it (until then no cell has run), else None."""
     get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
@@ -122,7 +128,7 @@ class Guard:
             mode, flags = args[1], args[2]
             if _writes(mode, flags):
                 if not allowed(path, self.write):
-                    if f"{os.sep}__pycache__{os.sep}" in path:  # Python caching bytecode: refused, not a finding
+                    if _bytecode_cache(path):
                         raise PermissionError(path)
                     self.deny(event, "write outside its own folder", path)
             elif not allowed(path, self.read):
@@ -139,6 +145,8 @@ class Guard:
             for arg in args[:2]:
                 path = _real(arg) if isinstance(arg, (str, bytes, os.PathLike)) else None
                 if path is not None and not allowed(path, self.write):
+                    if event == "os.mkdir" and _bytecode_cache(path):
+                        raise PermissionError(path)
                     self.deny(event, "write outside its own folder", path)
         elif event in _NETWORK_EVENTS:
             sock = args[0] if args else None
