@@ -347,7 +347,7 @@ def one_round(count: int, assignment: str, timeout: float) -> dict:
         result["max_students_pss"] = monitor.max_students_pss
         result["not_stopped"] = stop_servers(hub, students)
     finally:
-        process.stop(started)
+        process.stop(started, hub)
         uids = {pwd.getpwnam(n).pw_uid for n in names if _exists(n)}
         left = leftovers(uids)
         for proc in left:  # a student's process the hub did not stop: count it, end it

@@ -54,7 +54,7 @@ def running_hub(tag: str, students: list[str], instructors: list[str], assignmen
         yield hub
     finally:
         if started is not None:
-            process.stop(started)
+            process.stop(started, hub)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -61,6 +61,8 @@ def run(args) -> None:
         hub = process.start(settings)
     except KeyboardInterrupt:
         raise SystemExit("stopped before the hub started; run it again to carry on") from None
+    except process.HubRunning as running:
+        raise SystemExit(str(running)) from None
     signal.signal(signal.SIGTERM, _stop_as_ctrl_c)  # systemctl stop: the same clean stop as Ctrl-C
     try:
         process.wait_until_up(settings, hub)
@@ -71,7 +73,7 @@ def run(args) -> None:
     except KeyboardInterrupt:
         print("stopping the hub, its servers, formgrader and the proxy...", flush=True)
     finally:
-        code = process.stop(hub)
+        code = process.stop(hub, settings)
         print(f"stopped (exit {code}). Everything of the class stays in {settings.folder}.")
 
 

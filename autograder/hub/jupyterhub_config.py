@@ -9,7 +9,6 @@ Who can do what:
 - the idle culler stops servers idle for `idle_timeout` seconds.
 """
 import os
-import pwd
 import sys
 from pathlib import Path
 
@@ -17,23 +16,9 @@ from autograder.hub.accounts import ACCOUNT_NAME
 from autograder.hub.hooks import login_hook, prepare_account
 from autograder.hub.layout import grader_environment
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
+from autograder.hub.spawner import student_path
 
 settings = HubSettings.load(Path(os.environ[SETTINGS_VARIABLE]))
-KERNEL_SOCKETS = Path("/run/tfs-kernels")
-
-
-def kernel_sockets(name: str) -> str:
-    """The student's runtime folder, for their server's files and their kernels' sockets: theirs alone (0700), in a
-    folder that only root may write to."""
-    account = pwd.getpwnam(name)
-    KERNEL_SOCKETS.mkdir(mode=0o711, exist_ok=True)
-    KERNEL_SOCKETS.chmod(0o711)
-    folder = KERNEL_SOCKETS / str(account.pw_uid)
-    folder.mkdir(mode=0o700, exist_ok=True)
-    os.chown(folder, account.pw_uid, account.pw_gid)
-    folder.chmod(0o700)
-    return str(folder)
-
 python = Path(settings.python)
 c = get_config()  # noqa: F821 (provided by JupyterHub)
 
@@ -50,21 +35,23 @@ c.JupyterHub.cookie_secret_file = str(settings.state / "jupyterhub_cookie_secret
 c.JupyterHub.pid_file = str(settings.state / "jupyterhub.pid")
 c.JupyterHub.cleanup_servers = True
 
-# Each person's server: their own account and home, the course's environment and the student package.
-c.JupyterHub.spawner_class = "localprocess"
+# Each person's server: their own account, home, limits and view of the machine (autograder.hub.spawner), the
+# course's environment and the student package.
+c.JupyterHub.spawner_class = "autograder.hub.spawner.ClassSpawner"
 c.Spawner.cmd = [str(python / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = str(settings.homes / "{username}")
 c.Spawner.environment = {
     "PYTHONPATH": str(settings.software),
     "JUPYTER_CONFIG_PATH": str(settings.student_config),
-    "PATH": f"{python / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-    "JUPYTER_RUNTIME_DIR": lambda spawner: kernel_sockets(spawner.user.name),
+    "JUPYTER_PATH": str(settings.student_data),  # the kernel spec that holds a kernel to the student's memory
+    "PATH": student_path(settings),
+    "JUPYTER_RUNTIME_DIR": "/run/user",  # in the student's private /run, theirs alone (autograder.hub.spawner)
 }
 # Kernels talk to their server over Unix sockets, not loopback ports picked and bound seconds later: with a class
 # starting kernels at once, a kernel was given a port that another kernel or a starting server then took ("Address
-# already in use"; bench/hub_capacity.py, 2 of 10 students failed). A socket's path has at most 107 characters, so
-# the sockets live in a short folder, /run/tfs-kernels/<uid>, that only the student may open.
+# already in use"; bench/hub_capacity.py, 2 of 10 students failed). A socket's path has at most 107 characters: the
+# sockets live in the short /run/user of the student's view.
 c.Spawner.args = ["--KernelManager.transport=ipc"]
 c.Spawner.pre_spawn_hook = prepare_account
 c.Spawner.start_timeout = 120
@@ -88,6 +75,10 @@ if settings.login == "lti":
     c.Authenticator.allow_all = True  # whoever the platform launches is in the class: the platform is the gate
     c.Authenticator.manage_groups = True  # a launch's LTI role decides student or instructor (hooks.login_hook)
     c.Authenticator.post_auth_hook = login_hook
+    # Only this course's launches: its deployments of the tool and its LMS courses (hooks.ClassLtiAuthenticator
+    # refuses any other with a page that names what the launch carried).
+    c.ClassLtiAuthenticator.deployment_ids = settings.lti.deployment_ids
+    c.ClassLtiAuthenticator.context_ids = settings.lti.context_ids
 else:
     if len(settings.password) < 8:
         raise SystemExit("settings.json: shared-password needs a password of 8 characters or more")

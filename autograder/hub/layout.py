@@ -5,19 +5,23 @@
     grader/course/     the course directory: formgrader's, the grader account's alone (0700)
     exchange/          nbgrader's exchange: released assignments, hand-ins, feedback
     software/course/   the student package, which every student's kernel imports
-    etc/student/       students' Jupyter settings: the exchange, the hub's course list, no formgrader
-    etc/grader/        the grader's: the exchange, formgrader
-    homes/<student>/   each student's home, private to them
+    etc/student/       students' Jupyter settings: the exchange, the hub's course list, no formgrader; their
+                       terminals' start-up file
+    etc/student-data/  students' kernel spec: each kernel held to the student's memory (course.kernel_limits)
+    etc/grader/        the grader's: the exchange, formgrader; formgrader's terminal's start-up file
+    homes/<student>/   each student's home, private to them (homes/<student>.img: its file system, autograder.hub.spawner)
 """
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
-from autograder.hub.accounts import ensure_account, own_tree
+from autograder.hub.accounts import as_account, ensure_account, own_tree
+from autograder.hub.private_view import private_view, shown_paths
 from autograder.hub.settings import HubSettings
 from autograder.paths import ROOT, copy_course
 
@@ -43,9 +47,9 @@ def lay_out(settings: HubSettings) -> None:
         copy_course(settings.course_dir)
     else:
         _bring_code_up_to_date(settings)
-    _release(settings, settings.assignments)
     own_tree(settings.course_dir.parent, settings.grader)
     _grader_owns_the_exchange(settings)
+    _release(settings, [name for name in settings.assignments if not released(settings, name)])
     settings.save().chmod(0o600)  # root's alone: the demo's password is in it
 
 
@@ -101,8 +105,11 @@ def write_jupyter_settings(settings: HubSettings) -> None:
     (student / "nbgrader_config.py").write_text(_nbgrader_config(
         settings, "from nbgrader.auth import JupyterHubAuthPlugin",
         "c.Authenticator.plugin_class = JupyterHubAuthPlugin"))
-    _write_json(student / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": {
-        "nbgrader.server_extensions.formgrader": False}}})
+    _write_json(student / "jupyter_server_config.json", {"ServerApp": {
+        "jpserver_extensions": {"nbgrader.server_extensions.formgrader": False},
+        "terminado_settings": {"shell_command": _terminal(student / "bashrc")}}})
+    (student / "bashrc").write_text(_bashrc(settings))
+    _write_kernel_spec(settings)
     # Nor JupyterLab's question about fetching Jupyter news at a student's first visit: the class's hub decides that.
     _write_json(student / "labconfig" / "page_config.json", {"disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
@@ -112,12 +119,46 @@ def write_jupyter_settings(settings: HubSettings) -> None:
     (grader / "nbgrader_config.py").write_text(_nbgrader_config(
         settings, f"c.CourseDirectory.course_id = {settings.course_id!r}",
         "c.ExchangeFactory.collect = 'autograder.hub.owned_collect.OwnedCollect'"))
-    _write_json(grader / "jupyter_server_config.json", {"ServerApp": {"jpserver_extensions": {
-        "nbgrader.server_extensions.assignment_list": False, "nbgrader.server_extensions.course_list": False}}})
+    _write_json(grader / "jupyter_server_config.json", {"ServerApp": {
+        "jpserver_extensions": {"nbgrader.server_extensions.assignment_list": False,
+                                "nbgrader.server_extensions.course_list": False},
+        "terminado_settings": {"shell_command": _terminal(grader / "bashrc")}}})
+    (grader / "bashrc").write_text(_bashrc(settings, grading=True))
     _write_json(grader / "labconfig" / "page_config.json", {"disabledExtensions": {
         "@jupyter/nbgrader:assignment-list": True, "@jupyter/nbgrader:course-list": True}})
     for path in [settings.folder / "etc", *(settings.folder / "etc").rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _terminal(rcfile: Path) -> list[str]:
+    """A terminal's shell: bash with the hub's start-up file, which reads the account's own ~/.bashrc first. (Left to
+    itself, Jupyter starts a login shell, whose /etc/profile puts the system's Python first on PATH.)"""
+    return ["/bin/bash", "--rcfile", str(rcfile), "-i"]
+
+
+def _bashrc(settings: HubSettings, grading: bool = False) -> str:
+    """A terminal's start-up file: the course's Python first on PATH, and for the grader the course directory, where
+    grading runs, with the commands to run there."""
+    lines = ["# Written by python -m autograder hub: the class hub's terminals start with it.",
+             '[ -f ~/.bashrc ] && . ~/.bashrc',
+             f'export PATH="{settings.python}/bin:$PATH"']
+    if grading:
+        lines += [f"cd {shlex.quote(str(settings.course_dir))}",
+                  "echo 'The course directory. After Collect in formgrader, grade and send the feedback back with:'",
+                  "echo '  python -m autograder grade 03_masking        (an assignment, or several)'",
+                  "echo '  python -m autograder release-feedback 03_masking'"]
+    return "\n".join(lines) + "\n"
+
+
+def _write_kernel_spec(settings: HubSettings) -> None:
+    """etc/student-data/kernels/python3: the students' Python kernel, with course.kernel_limits loaded, which holds it
+    to the student's memory and says so when a cell asks for more."""
+    folder = settings.student_data / "kernels" / "python3"
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_json(folder / "kernel.json", {
+        "argv": [f"{settings.python}/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                 "--IPKernelApp.extensions=course.kernel_limits"],
+        "display_name": "Python 3 (ipykernel)", "language": "python", "metadata": {"debugger": True}})
 
 
 def _write_json(path: Path, value: dict) -> None:
@@ -131,13 +172,21 @@ def grader_environment(settings: HubSettings) -> dict[str, str]:
             "PATH": f"{settings.python}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}"}
 
 
+def released(settings: HubSettings, assignment: str) -> bool:
+    """Whether `assignment` is in the exchange for students to fetch already (a hub started again releases only
+    what is not: a released assignment may have been fetched, and is the instructor's to change)."""
+    return (settings.exchange / settings.course_id / "outbound" / assignment).is_dir()
+
+
 def _release(settings: HubSettings, assignments: list[str]) -> None:
-    """nbgrader generate_assignment and release_assignment in the course directory (autograder/hub/release.py):
-    students can fetch them."""
+    """nbgrader generate_assignment and release_assignment in the course directory (autograder/hub/release.py), as
+    the grader account, who owns the course's folders in the exchange: students can fetch them."""
     if not assignments:
         return
-    result = subprocess.run([f"{settings.python}/bin/python", "-m", "autograder.hub.release", *assignments],
-                            cwd=settings.course_dir, env=grader_environment(settings), capture_output=True, text=True)
+    argv = [f"{settings.python}/bin/python", "-m", "autograder.hub.release", *assignments]
+    shown = shown_paths(settings.folder, settings.python, settings.proxy)
+    result = subprocess.run(private_view(shown, as_account(settings.grader, argv)), cwd=settings.course_dir,
+                            env=grader_environment(settings), capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"releasing {', '.join(assignments)} in {settings.course_dir} failed:\n"
                            f"{(result.stdout + result.stderr)[-3000:]}")

@@ -1,6 +1,13 @@
-"""Start a class hub, wait until it answers, and stop it with everything it started."""
+"""Start a class hub, wait until it answers, and stop it with everything it started; start it again after a crash.
+
+Everything a hub starts lives in its cgroup tree (autograder.hub.cgroups), which the hub's folder records in
+`state/cgroups.json`. So a hub always stops all of it, also what outlived a hub killed with `kill -9`, and a hub
+started again after a crash first ends what the last one left running. While a hub runs, `state/hub.lock` is held:
+a second start from the same folder is refused instead of fighting the first for its ports.
+"""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -10,37 +17,99 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from autograder.hub.cgroups import Tree
 from autograder.hub.layout import lay_out
 from autograder.hub.private_view import private_view, shown_paths
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 
 CONFIG = Path(__file__).with_name("jupyterhub_config.py")
+_locks: dict[int, int] = {}  # the hub's pid -> the lock file's descriptor, held until it stops
+
+
+class HubRunning(RuntimeError):
+    """A hub from this folder is running already."""
 
 
 def hub_command(settings: HubSettings) -> list[str]:
-    """The hub's command line, in the hub's private view of the file system."""
+    """The hub's command line, in the hub's private view of the file system (autograder.hub.private_view), with the
+    course directory's copy of this package, which the grader account owns."""
     config = settings.course_dir / "autograder" / "hub" / CONFIG.name
     return private_view(shown_paths(settings.folder, settings.python, settings.proxy),
                         [f"{settings.python}/bin/jupyterhub", "-f", str(config)])
 
 
 def hub_environment(settings: HubSettings) -> dict[str, str]:
-    """The hub imports this package from the course directory: the repository is hidden in its view."""
     return {**os.environ, SETTINGS_VARIABLE: str(settings.folder / "settings.json"),
             "PYTHONPATH": str(settings.course_dir),
             "PATH": f"{settings.python}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
 def start(settings: HubSettings, log: Path | None = None) -> subprocess.Popen:
-    """Lay out the hub's folder and start the hub (which starts its proxy and services) in the background."""
+    """Lay out the hub's folder, end what a crashed hub left running, and start the hub (which starts its proxy and
+    services) in the background, in its cgroup."""
     if os.geteuid() != 0:
         raise SystemExit("A class hub runs every student's server as their own Unix account, so it must start as root "
                          "(sudo make hub).")
-    lay_out(settings)
-    log = log or settings.state / "jupyterhub.log"
-    with open(log, "ab") as out:
-        return subprocess.Popen(hub_command(settings), cwd=settings.state, env=hub_environment(settings),
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    settings.folder.mkdir(parents=True, exist_ok=True)
+    settings.state.mkdir(mode=0o700, exist_ok=True)
+    lock = _lock(settings)
+    try:
+        left = end_leftovers(settings)
+        if left:
+            print(f"ended {left} process(es) that a hub from {settings.folder} left running when it stopped "
+                  "without cleaning up (a crash, kill -9 or a reboot's half-stop)", flush=True)
+        lay_out(settings)
+        tree = Tree(settings.folder).make()
+        (settings.state / "cgroups.json").write_text(json.dumps({"bases": {k: str(v) for k, v in tree.bases.items()}}))
+        log = log or settings.state / "jupyterhub.log"
+        hub_cgroup = tree.hub
+        with open(log, "ab") as out:
+            hub = subprocess.Popen(hub_command(settings), cwd=settings.state, env=hub_environment(settings),
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                   preexec_fn=lambda: hub_cgroup.add(0))
+    except BaseException:
+        os.close(lock)
+        raise
+    _locks[hub.pid] = lock
+    return hub
+
+
+def _lock(settings: HubSettings) -> int:
+    """Hold `state/hub.lock` for this hub's life; refuse when another hub from the same folder holds it."""
+    path = settings.state / "hub.lock"
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = Path(path).read_text().strip() or "?"
+        os.close(descriptor)
+        raise HubRunning(f"A hub from {settings.folder} is running already (process {holder}): stop it first "
+                         "(Ctrl-C where it runs, or `systemctl stop` for the service).") from None
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, str(os.getpid()).encode())
+    return descriptor
+
+
+def recorded_tree(settings: HubSettings) -> Tree | None:
+    """The cgroup tree the last hub from this folder recorded, if it still exists."""
+    record = settings.state / "cgroups.json"
+    if not record.exists():
+        return None
+    tree = Tree(settings.folder)
+    tree.bases = {key: Path(value) for key, value in json.loads(record.read_text())["bases"].items()}
+    return tree
+
+
+def end_leftovers(settings: HubSettings) -> int:
+    """Kill whatever the last hub from this folder left running (its proxy, services, students' servers and their
+    kernels), then remove its cgroups; how many processes were killed. JupyterHub, started next, finds the servers
+    it remembers gone and starts each again when its student comes back."""
+    tree = recorded_tree(settings)
+    if tree is None:
+        return 0
+    killed = tree.everything.kill()
+    tree.everything.remove()
+    return killed
 
 
 def wait_until_up(settings: HubSettings, process: subprocess.Popen, timeout: float = 120) -> None:
@@ -59,11 +128,10 @@ def wait_until_up(settings: HubSettings, process: subprocess.Popen, timeout: flo
     raise RuntimeError(f"the hub did not answer at {settings.url} within {timeout:.0f} s:\n{_log_end(settings)}")
 
 
-def stop(process: subprocess.Popen, timeout: float = 90) -> int:
+def stop(process: subprocess.Popen, settings: HubSettings, timeout: float = 90) -> int:
     """SIGTERM to the hub: it stops every server, its services and its proxy, then exits. A hub that has not exited
-    within `timeout` seconds is killed, and so is every process still in its mount namespace: each student's server
-    runs in a session of its own, so nothing else would stop it, and a server left running keeps its account busy."""
-    namespace = mount_namespace(process.pid)
+    within `timeout` seconds is killed; then every process still in the hub's cgroups (a student's background job,
+    or everything, when the hub itself was killed) is killed too, and the cgroups removed."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -71,25 +139,11 @@ def stop(process: subprocess.Popen, timeout: float = 90) -> int:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    if namespace is not None and namespace != mount_namespace(os.getpid()):
-        for pid in processes_in(namespace):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    end_leftovers(settings)
+    lock = _locks.pop(process.pid, None)
+    if lock is not None:
+        os.close(lock)
     return process.returncode
-
-
-def mount_namespace(pid: int) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/mnt")
-    except OSError:
-        return None
-
-
-def processes_in(namespace: str) -> list[int]:
-    """Every process in the mount namespace `namespace` (as /proc/<pid>/ns/mnt names it)."""
-    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and mount_namespace(int(entry)) == namespace]
 
 
 def _log_end(settings: HubSettings) -> str:

@@ -22,7 +22,7 @@ def release(assignments: list[str]) -> list[str]:
         for step in (api.generate_assignment, api.release_assignment):
             result = step(assignment)
             if not result["success"]:
-                failures.append(f"{step.__name__} {assignment}:\n{result.get('error') or result.get('log', '')}")
+                failures.append(f"{step.__name__} {assignment}:\n{result.get('log', '')}\n{result.get('error') or ''}")
                 break
     return failures
 

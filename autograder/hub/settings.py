@@ -32,7 +32,14 @@ class LtiLogin:
     username_key: str = setting(
         "the LTI claim that names a person; custom_username reads the tool's custom field `username` (Canvas: "
         "username=$Canvas.user.loginId, Moodle: username=$User.username), a login name, which is then also the "
-        "Unix account, the hub user and the nbgrader student", "custom_username")
+        "Unix account, the hub user and the nbgrader student (capitals taken as lower case)", "custom_username")
+    deployment_ids: list[str] = setting(
+        "the tool's deployments that may launch the hub: only their launches are taken (Canvas: the app's "
+        "Deployment Id in the course's Settings > Apps; Moodle: the tool's Deployment ID in its configuration "
+        "details; a refused launch's page shows the one it carried)", factory=list)
+    context_ids: list[str] = setting(
+        "the LMS courses this class is (the launch's context id): a launch from any other course is refused, an "
+        "instructor there too (a refused launch's page shows the course id it carried)", factory=list)
 
 
 @dataclass
@@ -52,11 +59,22 @@ class HubSettings:
     students: list[str] = setting('shared-password only: who may log in as a student', factory=list)
     instructors: list[str] = setting('shared-password only: who may grade', factory=list)
     lti: LtiLogin = setting("lti only: the platform (the lti.* lines)", factory=LtiLogin)
+    first_uid: int = setting("the class's accounts are made with user ids from first_uid to last_uid, and the hub "
+                             "lets people use only the accounts it made (its record: state/accounts.json)", 30000)
+    last_uid: int = setting("the last user id of the class's accounts", 39999)
     idle_timeout: int = setting('a server idle this many seconds is stopped (its files stay)', 3600)
     cull_every: int = setting('how often the idle culler looks, in seconds', 300)
     python: str = setting("the environment every account runs: the course's .venv", sys.prefix)
     proxy: str = setting("configurable-http-proxy, from npm (make setup installs it under hub/node_modules)",
                          str(PROXY))
+    memory_mb: int = setting("each student's memory, all their kernels, terminals and /tmp files together (MiB); "
+                             "a cell asking for more fails with a message, past it their kernel is restarted", 3072)
+    processes: int = setting("how many processes and threads one student may run at once", 1024)
+    cpu_cores: float = setting("the most CPU cores one student may use; 0 = no cap (each student gets an equal "
+                               "share whenever the machine is busy)", 0)
+    home_mb: int = setting("each student's home: a file system of this many MiB of their own (0 = a plain folder, "
+                           "no bound)", 2048)
+    tmp_mb: int = setting("each student's private /tmp, /dev/shm and /run, MiB each (counted in memory_mb)", 512)
 
     @property
     def folder(self) -> Path:
@@ -82,6 +100,11 @@ class HubSettings:
     @property
     def student_config(self) -> Path:
         return self.folder / "etc" / "student"
+
+    @property
+    def student_data(self) -> Path:
+        """Students' Jupyter data (JUPYTER_PATH): the kernel spec that holds a kernel to the student's memory."""
+        return self.folder / "etc" / "student-data"
 
     @property
     def grader_config(self) -> Path:
