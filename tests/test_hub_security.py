@@ -353,10 +353,11 @@ def test_a_student_cannot_put_their_own_course_folder_in_the_exchange(hub, bob):
 def test_a_hand_in_changed_into_a_link_after_its_check_is_not_followed(tmp_path, caplog):
     """The race the ownership check alone leaves: a student's own hand-in passes the check, then its notebook is
     swapped for a link to a file only the grader reads before the copy. The hub's collect opens each file without
-    following a link, so nothing is copied and the instructor is told. (No hub needed: the swap is made between the
-    check and the copy, as a student looping the swap could make it.)"""
+    following a link, so nothing is copied, the instructor is told and the collect fails. (No hub needed: the swap is
+    made between the check and the copy, as a student looping the swap could make it.)"""
     from nbgrader.auth import Authenticator
     from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange import ExchangeError
 
     from autograder.hub.owned_collect import OwnedCollect, foreign_reason
 
@@ -370,8 +371,11 @@ def test_a_hand_in_changed_into_a_link_after_its_check_is_not_followed(tmp_path,
     assert foreign_reason(str(handin), owner) is None  # the check passes
     (handin / f"{ASSIGNMENT}.ipynb").unlink()
     (handin / f"{ASSIGNMENT}.ipynb").symlink_to(secret)  # then the swap
-    collect = OwnedCollect(coursedir=CourseDirectory(), authenticator=Authenticator())
-    target = tmp_path / "submitted" / owner / ASSIGNMENT
-    collect.do_copy(str(handin), str(target))
-    assert not target.exists(), list(target.rglob("*"))
-    assert f"Not collected: inbound/{handin.name} changed while it was copied" in caplog.text, caplog.text
+    collect = OwnedCollect(coursedir=CourseDirectory(root=str(tmp_path), assignment_id=ASSIGNMENT),
+                           authenticator=Authenticator())
+    collect.inbound_path, collect.src_records = str(handin.parent), [collect._path_to_record(str(handin))]
+    with pytest.raises(ExchangeError):
+        collect.copy_files()  # what `nbgrader collect` runs after the check
+    assert list((tmp_path / "submitted" / owner).iterdir()) == [], list((tmp_path / "submitted").rglob("*"))
+    assert f"Not collected: inbound/{handin.name} could not be copied ({ASSIGNMENT}.ipynb could not be opened " \
+           "without following a link" in caplog.text, caplog.text

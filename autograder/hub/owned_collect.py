@@ -8,20 +8,28 @@ log (`CollectApp.check_owner`), and still collects it.
 
 `OwnedCollect` keeps a hand-in only when its folder and everything in it belong to the named student's Unix account
 and nothing in it is a link; it picks each student's newest such hand-in, and tells the instructor of every other one
-(in `nbgrader collect`'s output and in formgrader's Collect dialog). The class hub's grader config sets it:
+(in `nbgrader collect`'s output and in formgrader's Collect dialog), and of everything else left in `inbound/` that
+is no hand-in at all (a file, a link, a folder not named as nbgrader names a hand-in): none of it is ever collected.
+A hand-in is copied into a hidden folder beside its place in `submitted/` and moved there only once it is whole, so
+a copy that fails part-way leaves the copy collected before it as it was; the collect then exits with an error
+that names it. Everything else is nbgrader's collect as its own tests promise it (tests/test_nbgrader_upstream.py
+runs them against this class and lists the deliberate differences). The class hub's grader config sets it:
 `c.ExchangeFactory.collect = "autograder.hub.owned_collect.OwnedCollect"`.
 """
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
 import pwd
 import shutil
 import stat
+import tempfile
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
-from nbgrader.utils import check_mode, ignore_patterns
+from nbgrader.utils import check_mode, ignore_patterns, parse_utc
+
+HANDIN_NAME = "<student>+<assignment>+<time>+<random>"  # how `nbgrader submit` names a hand-in folder in inbound/
 
 
 class NotTheirs(OSError):
@@ -30,21 +38,40 @@ class NotTheirs(OSError):
 
 def copy_own_file(uid: int):
     """A copy function for shutil.copytree that copies a regular file of account `uid`, never through a link: what it
-    copies is checked as it is opened, so a file swapped for a link after the hand-in was checked is not followed."""
+    copies is checked as it is opened, so a file swapped for a link after the hand-in was checked is not followed
+    (and a named pipe is refused, not waited on)."""
     def copy(source: str, target: str) -> str:
         try:
-            descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+            descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as error:
             raise NotTheirs(f"{os.path.basename(source)} could not be opened without following a link ({error})")
         with os.fdopen(descriptor, "rb") as opened:
             info = os.fstat(opened.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
+            if not stat.S_ISREG(info.st_mode):
+                raise NotTheirs(f"{os.path.basename(source)} is no regular file")
+            if info.st_uid != uid:
                 raise NotTheirs(f"{os.path.basename(source)} is not the student's own file")
             with open(target, "wb") as copied:
                 shutil.copyfileobj(opened, copied)
         os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
         return target
     return copy
+
+
+def not_a_handin(path: str) -> str | None:
+    """Why the entry `path` of inbound/ is no hand-in of any assignment; None when it is a folder named as one."""
+    if os.path.islink(path):
+        return f"a link (to {os.readlink(path)})"
+    if not os.path.isdir(path):
+        return "a file, not a folder"
+    parts = os.path.basename(path).rsplit("+", 3)
+    if len(parts) < 3 or not all(parts[:3]):
+        return f"a folder not named {HANDIN_NAME}"
+    try:
+        parse_utc(parts[2])
+    except (ValueError, OverflowError):
+        return f"a folder whose name has no time in it ({parts[2]!r})"
+    return None
 
 
 def foreign_reason(folder: str, student: str) -> str | None:
@@ -82,21 +109,23 @@ class OwnedCollect(ExchangeCollect):
             self.fail(f"Course not found: {self.inbound_path}")
         if not check_mode(self.inbound_path, read=True, execute=True):
             self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
-        student_id = self.coursedir.student_id or "*"
-        pattern = os.path.join(self.inbound_path, f"{student_id}+{self.coursedir.assignment_id}+*")
+        pattern = f"{self.coursedir.student_id or '*'}+{self.coursedir.assignment_id}+*"
         records = []
-        self.refused = []
-        for path in sorted(glob.glob(pattern)):
-            record = self._path_to_record(path)
-            reason = foreign_reason(path, record["username"])
-            if reason is None:
-                records.append(record)
-            else:
-                self.refused.append((record["filename"], reason))
-        for filename, reason in self.refused:
-            self.log.warning("Not collected: inbound/%s is named for %s, but %s. A hand-in counts only when its "
-                             "folder and every file in it are that student's own, and none is a link: look at it "
-                             "before anyone is graded for it.", filename, filename.split("+", 1)[0], reason)
+        for name in sorted(os.listdir(self.inbound_path)):
+            path = os.path.join(self.inbound_path, name)
+            reason = not_a_handin(path)
+            if reason is not None:
+                self.log.warning("Not collected: inbound/%s is no hand-in: %s. nbgrader submit hands in a folder "
+                                 "named %s; nothing else in inbound/ is ever collected.", name, reason, HANDIN_NAME)
+            elif fnmatch.fnmatchcase(name, pattern):
+                record = self._path_to_record(path)
+                reason = foreign_reason(path, record["username"])
+                if reason is None:
+                    records.append(record)
+                else:
+                    self.log.warning("Not collected: inbound/%s is named for %s, but %s. A hand-in counts only when "
+                                     "its folder and every file in it are that student's own, and none is a link: "
+                                     "look at it before anyone is graded for it.", name, record["username"], reason)
         with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
             try:
                 self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
@@ -110,17 +139,81 @@ class OwnedCollect(ExchangeCollect):
                 handins = in_time or handins
             self.src_records.append(handins[0])
 
+    def copy_files(self):
+        """nbgrader's copy_files (which hand-in replaces which, and what it logs), each hand-in copied whole beside its
+        place before it takes it: one that fails leaves the copy collected before it, and fails the collect."""
+        assignment = self.coursedir.assignment_id
+        if not self.src_records:
+            self.log.warning("No submissions of '%s' for course '%s' to collect", assignment, self.coursedir.course_id)
+        else:
+            self.log.info("Processing %d submissions of '%s' for course '%s'", len(self.src_records), assignment,
+                          self.coursedir.course_id)
+        failed = []
+        for record in self.src_records:
+            student = record["username"]
+            src_path = os.path.join(self.inbound_path, record["filename"])
+            dest_path = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
+            updating = os.path.isdir(dest_path)
+            if updating:
+                existing = self.coursedir.get_existing_timestamp(dest_path)
+                newer = self.update and (existing is None or record["timestamp"] > existing)
+                if not (newer or (self.before_duedate and existing != record["timestamp"])):
+                    self.log.info("No newer submission to collect: %s %s" if self.update else
+                                  "Submission already exists, use --update to update: %s %s", student, assignment)
+                    continue
+            self.log.info("Updating submission: %s %s" if updating else "Collecting submission: %s %s",
+                          student, assignment)
+            os.makedirs(os.path.dirname(dest_path), exist_ok=True)
+            staging = tempfile.mkdtemp(prefix=f".{os.path.basename(dest_path)}.collecting-",
+                                       dir=os.path.dirname(dest_path))  # hidden: grading skips it (handin.py)
+            copy, before = os.path.join(staging, "copy"), os.path.join(staging, "before")
+            try:
+                self.do_copy(src_path, copy)
+                if updating:
+                    os.rename(dest_path, before)
+                os.rename(copy, dest_path)
+            except (OSError, shutil.Error, RuntimeError) as error:
+                if os.path.isdir(before) and not os.path.lexists(dest_path):
+                    os.rename(before, dest_path)
+                failed.append(record["filename"])
+                kept = (f"the hand-in collected before stays in {os.path.relpath(dest_path, self.coursedir.root)}"
+                        if updating else "nothing of it is in submitted/")
+                self.log.error("Not collected: inbound/%s could not be copied (%s); %s. Look at it before anyone is "
+                               "graded for it.", record["filename"], error, kept)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        if failed:
+            self.fail(f"{len(failed)} hand-in{'s' if len(failed) > 1 else ''} not collected, each named above: "
+                      f"{', '.join(failed)}")
+
     def do_copy(self, src, dest, log=None):
-        """nbgrader's copy of a hand-in, each file opened without following a link and checked to be the student's:
-        a hand-in changed between the check and the copy is not collected, and the instructor is told."""
-        student = os.path.basename(src).split("+", 1)[0]
-        if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
-            raise RuntimeError(f"Directory size is too big: {src}")
+        """nbgrader's copy of a hand-in (its size limit, ignored files, groupshared modes), each file opened without
+        following a link and checked to be the student's: a hand-in changed between the check and the copy raises
+        NotTheirs, and nothing of it is left at `dest`."""
+        student = os.path.basename(src).rsplit("+", 3)[0]
+        size, limit = self.get_size(src), 1000 * self.coursedir.max_dir_size
+        if size > limit:
+            raise RuntimeError(f"it is {size} bytes, over CourseDirectory.max_dir_size ({limit} bytes)")
         try:
             shutil.copytree(src, dest, copy_function=copy_own_file(pwd.getpwnam(student).pw_uid),
                             ignore=ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
                                                    max_file_size=self.coursedir.max_file_size, log=self.log))
-        except (shutil.Error, OSError) as error:
+        except shutil.Error as error:  # copytree goes on past a file it could not copy, then raises them all
             shutil.rmtree(dest, ignore_errors=True)
-            self.log.warning("Not collected: inbound/%s changed while it was copied (%s). Look at it before anyone is "
-                             "graded for it.", os.path.basename(src), error)
+            raise NotTheirs("; ".join(str(why) for _, _, why in error.args[0])) from None
+        except OSError:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+        if self.coursedir.groupshared:  # as nbgrader's: the group may read and write what is collected
+            for folder, _, files in os.walk(dest):
+                self._add_mode(folder, 0o2770, 0o2777)
+                for name in files:
+                    self._add_mode(os.path.join(folder, name), 0o660, 0o777)
+
+    def _add_mode(self, path: str, bits: int, mask: int) -> None:
+        mode = os.stat(path).st_mode
+        if mode & bits != bits:
+            try:
+                os.chmod(path, (mode | bits) & mask)
+            except PermissionError:
+                self.log.warning("Could not update permissions of %s to make it groupshared", path)
