@@ -154,8 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     grading.add_argument("--notebook-timeout", type=float, default=None, help="seconds per whole notebook, after "
                          "which its processes are killed and it gets 0 with a reason (default: 900)")
     grading.set_defaults(run=_grade)
-    extending = commands.add_parser("extend", help="give a student more time for an assignment (nbgrader's extension): "
-                                    "the next grade run works the late penalty out again")
+    extending = commands.add_parser("extend", help="give a student more time for an assignment (nbgrader's extension), "
+                                    "before or after their hand-in: the next grade run works the late penalty out "
+                                    "again")
     extending.add_argument("assignment", metavar="ASSIGNMENT")
     extending.add_argument("--student", required=True, help="the student's id, as in the gradebook")
     extending.add_argument("--days", type=float, default=0, help="days more (default 0)")

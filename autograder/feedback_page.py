@@ -6,6 +6,8 @@
   add a megabyte of script to every page, and a PyPI copy of it to the environment, for what MathML does natively.)
 - Output text wraps at the page's edge instead of scrolling sideways inside its box, so a verdict ("This is a
   known mistake: ...", a hidden test's message, the call that raised) is read in full.
+- Scores are written as every other output of the course writes them (`3 / 11`, `2.5 / 11`), where nbgrader's
+  template writes `3.0 / 11.0`; a refused hand-in's page (`refusal_page`) writes its `0 / 11` the same way.
 
 `nbgrader_config.py` makes it the exporter of `nbgrader generate_feedback` (`GenerateFeedback.exporter_class`).
 """
@@ -81,8 +83,19 @@ class MathMLRenderer(IPythonRenderer):
         return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block")
 
 
+def as_written(value, precision=0, method="common") -> str:
+    """The page's `round` filter, which nbgrader's template applies to every score (`| float | round(2)`): the score
+    rounded as it asks, written as the course writes a number (`3`, `2.5`), not `3.0`."""
+    return f"{round(float(value), precision):g}"
+
+
 class FeedbackPage(HTMLExporter):
-    """nbgrader's feedback page with MathML in place of MathJax and output text that wraps."""
+    """nbgrader's feedback page with MathML in place of MathJax, output text that wraps, scores as the course writes
+    them."""
+
+    def default_filters(self):
+        yield from super().default_filters()
+        yield "round", as_written
 
     def __init__(self, **kwargs):
         # Keyword arguments win over configuration (nbgrader configures HTMLExporter with its own template).

@@ -31,9 +31,10 @@ from autograder.gradebook_merge import merge_submission, snapshot, worker_gradeb
 from autograder.ledger import Entry, Ledger, release_fingerprint
 from autograder.nbgrader_run import environment
 from autograder.paths import REFERENCE, notebook_path
+from autograder.extension import grant_waiting_extensions
 from autograder.feedback_page import refusal_page
 from autograder.report import write_report
-from autograder.scores import Score, duration, score_of
+from autograder.scores import Score, duration, late_policy, penalty_now, policy_name, score_of
 from autograder.verify import prepare, verify
 from course.about import NOTEBOOKS
 
@@ -60,7 +61,8 @@ class Outcome:
     written: float  # points of the written answers, graded by hand in formgrader
     reason: str  # "" when nothing needs the instructor's attention
     seconds: float = 0.0  # wall time of its `nbgrader autograde`
-    # "graded" (this run), "unchanged" (graded before, skipped) or "refused" (no gradable notebook: 0 with its reason)
+    # "graded" (this run), "unchanged" (graded before, skipped) or "refused" (no gradable notebook: 0 with its reason,
+    # this run or an earlier one)
     status: str = "graded"
     points: Score | None = None  # the student's score for the assignment, as every output gives it (autograder.scores)
     recomputed: list[str] = field(default_factory=list)  # what this run recomputed of a grade kept (a late penalty...)
@@ -393,12 +395,14 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     workspace = root / GRADING_DIR / "jobs"
     shutil.rmtree(workspace, ignore_errors=True)
     template = snapshot(root / "gradebook.db", workspace / "template.db")
-    bar = tqdm(total=len(todo), desc="autograding", unit="notebook", disable=not show_progress or not todo)
+    bar = progress(len(todo), "autograding", "notebook", disable=not show_progress or not todo)
     with gradebook(root) as gb:
         for job in [j for j in todo if j.reason]:  # nbgrader cannot read these: a zero row, at once
             record(gb, ledger, root, job)
             # this hand-in counts now: an earlier one's autograded notebook would make its feedback page again
             shutil.rmtree(notebook_path(root / "autograded" / job.student, job.assignment).parent, ignore_errors=True)
+            if _refused(job):
+                stand_in(root, job)
             bar.update()
         gradable = [j for j in todo if not j.reason]
         if client is None:
@@ -415,22 +419,25 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     bar.close()
     shutil.rmtree(workspace, ignore_errors=True)
     shutil.rmtree(staging, ignore_errors=True)
+    grant_waiting_extensions(root / "gradebook.db")  # extensions given before these hand-ins, now theirs
     recomputed = apply_late_policy(root, assignments)
     entries = ledger.entries()
     graded = outcomes(root, wanted, entries)
     for outcome in graded:
-        mine = f"{outcome.student} / {outcome.assignment}:"
-        outcome.recomputed += [line for line in recomputed if line.startswith(mine)]
-        job = next(j for j in wanted if (j.assignment, j.student) == (outcome.assignment, outcome.student))
-        if (job.assignment, job.student) in done:
-            outcome.status = "unchanged"
-        elif job in todo and job.reason and not job.reason.endswith(TRY_AGAIN):
+        key = (outcome.assignment, outcome.student)
+        job = next(j for j in wanted if (j.assignment, j.student) == key)
+        if key in done:  # a grade kept from an earlier run: what changed of it since is said
+            mine = f"{outcome.student} / {outcome.assignment}:"
+            outcome.recomputed += [line for line in recomputed if line.startswith(mine)]
+        if _refused(job):  # refused now or in an earlier run: either way, no gradable notebook
             outcome.status = "refused"
+        elif key in done:
+            outcome.status = "unchanged"
     with gradebook(root) as gb:  # a student with a folder under submitted/ is in the class, hand-in or not
         for student in students:
             gb.update_or_create_student(student)
     if feedback:
-        for assignment in tqdm(assignments, desc="feedback pages", unit="assignment", disable=not show_progress):
+        for assignment in progress(assignments, "feedback pages", "assignment", disable=not show_progress):
             forked_nbgrader(root, "generate_feedback", assignment, "--force", quiet=quiet, check=False)
         jobs_of = {(job.assignment, job.student): job for job in wanted}
         for outcome in graded:  # nbgrader made no page for what it could not grade: a page that says why
@@ -440,6 +447,29 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
         forked_nbgrader(root, "export", f"--to={root / 'grades.csv'}", quiet=quiet)
         write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
     return graded
+
+
+def progress(work, desc: str, unit: str, disable: bool = False) -> tqdm:
+    """A progress bar that draws every step as it is made (`work`: a count, or what to iterate over). tqdm's default
+    draws only after `miniters` more steps, a number it learns from the pace of the steps it drew: the refused
+    hand-ins, recorded a few hundredths of a second apart, teach it to wait for several more, and the next steps are
+    notebooks minutes apart (the demo's bar sat at 7/35 while the ledger grew: issue 48). A step is a notebook here:
+    drawing each costs nothing."""
+    total, iterable = (work, None) if isinstance(work, int) else (None, work)
+    return tqdm(iterable, total=total, desc=desc, unit=unit, disable=disable, miniters=1, mininterval=0)
+
+
+def stand_in(root: Path, job: Job) -> Path:
+    """In place of the autograded notebook nbgrader never wrote for a refused hand-in: a notebook that says why it
+    scores 0. Formgrader counts a hand-in as autograded only when its autograded folder exists: without one it showed
+    the refusal as `needs autograding` and 0.0 / 0.0 (issue 48). nbgrader's feedback page of it is replaced by
+    `refusal_pages`."""
+    path = notebook_path(root / "autograded" / job.student, job.assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        f"**This hand-in could not be graded**, so it scores 0: {job.reason}.\n\n"
+        "(Written by `python -m autograder grade` in place of an autograded notebook.)")]), path)
+    return path
 
 
 def forked_nbgrader(root: Path, *args: str, quiet: bool = True, check: bool = True) -> None:
@@ -455,24 +485,12 @@ def forked_nbgrader(root: Path, *args: str, quiet: bool = True, check: bool = Tr
                            f"{finished.log[-3000:]}")
 
 
-def late_policy(root: Path):
-    """nbgrader's AssignLatePenalties, configured as nbgrader_config.py says now (its plugin and penalty method)."""
-    from nbgrader.preprocessors import AssignLatePenalties
-    from traitlets.config.loader import PyFileConfigLoader
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    assigner = AssignLatePenalties(config=config)
-    assigner.init_plugin()
-    return assigner
-
-
 def apply_late_policy(root: Path, assignments: list[str]) -> list[str]:
     """Every hand-in's late penalty as the policy stands now: the due date, the student's extension and the penalty
     method or plugin of nbgrader_config.py, set or changed after grading, and the points as they stand after manual
-    grading. It is nbgrader's own computation (AssignLatePenalties with its plugin, on the submission's
-    total_seconds_late), which plain autograde makes once, when it grades. Returns a line per penalty it changed."""
+    grading. It is nbgrader's own computation (autograder.scores.penalty_now), which plain autograde makes once, when
+    it grades. Returns a line per penalty it changed."""
     assigner, changed = late_policy(root), []
-    plugin = assigner.plugin_inst
-    policy = type(plugin).__name__ + (f" {plugin.penalty_method}" if hasattr(plugin, "penalty_method") else "")
     with gradebook(root) as gb:
         for assignment in assignments:
             try:
@@ -480,22 +498,23 @@ def apply_late_policy(root: Path, assignments: list[str]) -> list[str]:
             except MissingEntry:
                 continue
             for submission in submissions:
-                late = submission.total_seconds_late
                 for notebook in submission.notebooks:
-                    penalty = None
-                    if late > 0:
-                        penalty = plugin.late_submission_penalty(submission.student.id, notebook.score, late)
-                        penalty = None if penalty is None else assigner._check_late_penalty(notebook, penalty)
-                    before = notebook.late_submission_penalty
+                    penalty, before = penalty_now(assigner, submission, notebook), notebook.late_submission_penalty
                     if (before or 0.0) != (penalty or 0.0):
-                        notebook.late_submission_penalty = penalty
-                        due = submission.duedate
                         changed.append(f"{submission.student.id} / {assignment}: late penalty {before or 0:g} -> "
-                                       f"{penalty or 0:g} ({duration(late)} late; due {due or 'never'}, under {policy})")
-                    elif before != penalty:
-                        notebook.late_submission_penalty = penalty
+                                       f"{penalty or 0:g} ({lateness(submission)}, under {policy_name(assigner)})")
+                    notebook.late_submission_penalty = penalty
         gb.db.commit()
     return changed
+
+
+def lateness(submission) -> str:
+    """How late a hand-in is against its due date: `1 min 21 s late; due 2026-12-04 17:00:00`, `on time; due
+    2026-12-06 17:00:00 with an extension of 2 days`."""
+    late, extension = submission.total_seconds_late, submission.extension
+    due = f"due {submission.duedate or 'never'}" + (f" with an extension of {duration(extension.total_seconds())}"
+                                                   if extension else "")
+    return f"{duration(late)} late; {due}" if late > 0 else f"on time; {due}"
 
 
 def refusal_pages(root: Path, outcome: Outcome, hand: HandIn) -> None:

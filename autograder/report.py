@@ -23,7 +23,7 @@ from matplotlib.ticker import MaxNLocator
 from nbgrader.api import Gradebook
 
 from autograder.mistakes import all_mistakes
-from autograder.scores import PENDING, PENDING_MARK, PENDING_NOTE, Score, score_of
+from autograder.scores import LATE_NOTE, PENDING, PENDING_MARK, PENDING_NOTE, Score, score_of
 from autograder.verify import UNCONFIRMED
 from course.about import NOTEBOOKS
 
@@ -100,6 +100,8 @@ def score_table(term: Term, needs_a_look: list[str] = ()) -> str:
     lines.insert(1, "  ".join("-" * width for width in widths))
     if any(s.pending for s in term.standings):
         lines.append(PENDING_NOTE)
+    if any(s.late_penalty for s in term.standings):
+        lines.append(LATE_NOTE)
     if not term.standings:
         lines.append("(no student in the gradebook yet)")
     if needs_a_look:
@@ -229,6 +231,7 @@ def summary_lines(term: Term, mistakes: Counter, reasons: dict[tuple[str, str], 
     lines += [f"| {s.student} | " + " | ".join(s.cell(a) for a in term.maxima) + f" | {term.total(s)} |"
               for s in term.standings]
     lines += ["", "\\" + PENDING_NOTE] if pending else []  # a markdown list item without the backslash
+    lines += ["", LATE_NOTE] if any(s.late_penalty for s in term.standings) else []
     lines += ["",
              "## Exercises with the lowest pass rates", "", "| notebook | graded cell | pass rate |", "| --- | --- | --- |"]
     rates = sorted(term.graded, key=lambda k: term.passed[k] / term.graded[k])

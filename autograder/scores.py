@@ -5,16 +5,24 @@ read it from `score_of`, and it is nbgrader's own arithmetic, so `grades.csv` (`
 number: the autograded points, with every manual override and written answer graded in formgrader in their place
 (nbgrader's `Submission.score`), less the late penalty (`late_submission_penalty`), never below 0. What nbgrader
 cannot say in one number, written answers not graded yet, is said beside it wherever the number is shown.
+
+The late penalty is nbgrader's own computation (`late_policy`, `penalty_now`): `python -m autograder grade` stores it
+in the gradebook at every run. What changes it without a grading run (a written answer graded in formgrader under a
+policy that takes a share of the points, an extension, a due date, the policy itself) leaves the stored penalty
+stale until the next run: `stale_penalties` finds it, and no output that leaves the course uses such a number.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
 PENDING = "written answers not graded yet"
 PENDING_MARK = "*"  # a table's short form of PENDING, said once below the table (`PENDING_NOTE`)
 PENDING_NOTE = f"{PENDING_MARK} {PENDING}: they count 0 until you grade them (instructor guide, section 4)."
+# Below a table with a late penalty in it: formgrader, nbgrader's own page, cannot show the penalty
+LATE_NOTE = "(late: -N): the late penalty, taken off everywhere; formgrader alone shows the points before it."
 
 
 @dataclass(frozen=True)
@@ -77,3 +85,65 @@ def duration(seconds: float) -> str:
     if minutes:
         return f"{minutes} min" + (f" {secs} s" if secs and minutes < 10 else "")
     return f"{secs} s"
+
+
+def late_policy(course: Path):
+    """nbgrader's AssignLatePenalties as `course`'s nbgrader_config.py sets it now (its plugin, its penalty method);
+    nbgrader's default, no penalty, for a course without that file."""
+    from nbgrader.preprocessors import AssignLatePenalties
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+    course = Path(course)
+    config = (PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+              if (course / "nbgrader_config.py").is_file() else Config())
+    assigner = AssignLatePenalties(config=config)
+    assigner.init_plugin()
+    return assigner
+
+
+def policy_name(assigner) -> str:
+    """`LateSubmissionPlugin zero`: the plugin and its penalty method, as the instructor configured them."""
+    plugin = assigner.plugin_inst
+    return type(plugin).__name__ + (f" {plugin.penalty_method}" if hasattr(plugin, "penalty_method") else "")
+
+
+def penalty_now(assigner, submission, notebook) -> float | None:
+    """The late penalty of `notebook` (of `submission`) as nbgrader's plugin gives it now: from the due date with the
+    student's extension, the hand-in's time and the notebook's points as they stand, manual grades included (what
+    nbgrader's AssignLatePenalties does as it autogrades). None: not late."""
+    late = submission.total_seconds_late
+    if late <= 0:
+        return None
+    penalty = assigner.plugin_inst.late_submission_penalty(submission.student.id, notebook.score, late)
+    return None if penalty is None else float(assigner._check_late_penalty(notebook, penalty))
+
+
+def stale_penalties(gb: Gradebook, assignments: list[str], assigner) -> list[str]:
+    """`bob / 03_masking: late penalty 0 in the gradebook, 11 now`, for every hand-in of `assignments` whose stored
+    penalty is not what the policy gives now."""
+    found = []
+    for assignment in assignments:
+        try:
+            submissions = gb.find_assignment(assignment).submissions
+        except MissingEntry:
+            continue
+        for submission in submissions:
+            held = sum(float(n.late_submission_penalty or 0.0) for n in submission.notebooks)
+            now = sum(penalty_now(assigner, submission, n) or 0.0 for n in submission.notebooks)
+            if abs(held - now) > 1e-9:
+                found.append(f"{submission.student.id} / {assignment}: late penalty {held:g} in the gradebook, "
+                             f"{now:g} now")
+    return sorted(found)
+
+
+def refuse_stale(gb: Gradebook, assignments: list[str], course: Path, nothing: str) -> None:
+    """Stop, saying what to run, when a late penalty in the gradebook is not the one of the grades as they stand now
+    (`nothing`: what the command then did not do, "Nothing written")."""
+    stale = stale_penalties(gb, assignments, late_policy(course))
+    if stale:
+        raise SystemExit(f"{nothing}: the gradebook's late penalties are not yet those of the grades as they stand "
+                         "(written answers graded, an extension, a due date or the late policy changed since the "
+                         "last grading run):\n" + "\n".join(f"  {line}" for line in stale)
+                         + f"\nRun `python -m autograder grade {' '.join(assignments)}` (it regrades nothing "
+                         "unchanged; it works the penalties out again and writes grades.csv, the reports and the "
+                         "feedback anew), then run this again.")

@@ -99,7 +99,8 @@ def test_the_same_notebook_handed_in_late_is_graded_again_with_its_time(exchange
     _, runs, times, _ = exchange_class
     before, after = runs["graded"]["demo_perfect"], runs["first grades"]["demo_perfect"]
     assert float(before["score"]) > 0 and float(before["late_submission_penalty"]) == 0, before
-    assert "1 graded, 4 skipped as unchanged since the last run, 1 refused" in runs["first"], runs["first"][-1500:]
+    # demo_invalid's unreadable hand-in, refused in the demo's run, is counted as refused, not as skipped
+    assert "1 graded, 3 skipped as unchanged since the last run, 2 refused" in runs["first"], runs["first"][-1500:]
     assert after["timestamp"].startswith(times["perfect late"][:19]), (after, times)
     assert float(after["late_submission_penalty"]) == float(after["raw_score"]) > 0, after
     assert float(after["score"]) == 0, "handed in after the due date, under the policy 'zero'"
@@ -117,8 +118,9 @@ def test_a_wrong_re_hand_in_counts_under_its_own_time_and_the_earlier_page_stays
     root, runs, times, fetched = exchange_class
     row = runs["second grades"]["demo_perfect"]
     assert row["timestamp"].startswith(times["perfect wrong"][:19]) and float(row["raw_score"]) == 0, row
-    assert not notebook_path(root / "autograded" / "demo_perfect", A).exists(), \
-        "autograded/ would still hold the earlier hand-in"
+    autograded = notebook_path(root / "autograded" / "demo_perfect", A).read_text()
+    assert "could not be graded" in autograded and "def " not in autograded, \
+        "autograded/ holds the refusal's stand-in (formgrader's graded 0), not the earlier hand-in"
     feedback = notebook_path(root / "feedback" / "demo_perfect", A).parent
     assert (feedback / "timestamp.txt").read_text() == times["perfect wrong"]
     pages = fetched["demo_perfect"]

@@ -17,7 +17,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.cli import main
-from tests.lms_class import A, B, EXPECTED, STUDENTS, class_gradebook
+from tests.lms_class import A, B, EXPECTED, STUDENTS, class_gradebook, in_course
 from tests.lti_platform import CLIENT_ID, INSTRUCTOR, LEARNER, MIXED_CASE, LtiPlatform
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"  # AGS 2.0, section 3.4: the Score media type
@@ -61,7 +61,7 @@ def tool_files(graded: Path, tmp_path: Path) -> tuple[Path, Path, tuple[str, ...
     config = tmp_path / "lms" / "lti.toml"
     code, said = run("lms", "keys", "--config", str(config))
     assert code == 0 and "Public JWK" in said, said
-    gradebook = Path(shutil.copy(graded, tmp_path / "gradebook.db"))
+    gradebook = in_course(Path(shutil.copy(graded, tmp_path / "gradebook.db")))
     return config, gradebook, ("lms", "push", "--config", str(config), "--gradebook", str(gradebook), "--assignment",
                                A)
 
@@ -215,8 +215,10 @@ def test_a_read_back_that_differs_fails_and_is_sent_again(tool):
     platform.store.altered = {USER_IDS["demo_perfect"]: 5}
     code, said = run(*push)
     assert code == 1, said
-    assert f"user {USER_IDS['demo_perfect']}: the LMS shows 5/9, it was sent 9/9" in said
+    assert f"demo_perfect (LMS user {USER_IDS['demo_perfect']}): the LMS shows 5/9, it was sent 9/9" in said, said
     assert "sent 3 score(s)" in said and "not counted as sent, and the next run sends them again" in said
+    assert "sent demo_perfect" not in said, "a score the LMS does not hold as sent is not said to be sent"
+    assert said.count("\nsent demo_") == 3, said
     ledger = json.loads((config.parent / "lti-sent.json").read_text())[f"{platform.url}/lineitems/1"]
     assert USER_IDS["demo_perfect"] not in ledger and len(ledger) == 3
     platform.store.altered = {}
@@ -241,3 +243,30 @@ def test_pages_named_in_mixed_case_are_followed_as_written(tool):
     assert followed == {f"{MIXED_CASE}/memberships", f"{MIXED_CASE}/lineItems", f"{MIXED_CASE}/lineItems/4/results"}
     code, said = run(*push)
     assert code == 0 and "sent 0 score(s); 4 unchanged" in said, "the line item on page 2 is found, not made again"
+
+
+def test_a_stale_late_penalty_is_not_pushed(tool):
+    """Issue 48: `lms push` read the same stale penalty as the export. An extension granted after grading, then a
+    push before `python -m autograder grade`: nothing is sent, and the command to run is named."""
+    from autograder.extension import grant_extension
+    platform, config, gradebook, push = tool
+    grant_extension(gradebook, A, "demo_partial", days=3)
+    code, said = run(*push)
+    assert code != 0, said
+    assert "Nothing sent: the gradebook's late penalties are not yet those of the grades as they stand" in said
+    assert "demo_partial / 03_masking: late penalty 2 in the gradebook, 0 now" in said, said
+    assert "Run `python -m autograder grade 03_masking`" in said
+    assert not platform.scores_posted() and not platform.store.line_items
+
+
+def test_a_line_item_out_of_other_points_is_refused(tool):
+    """The LMS says the line item's maximum: out of other points than the notebook, nothing is sent (the LMS would
+    scale every score to its own points)."""
+    platform, config, gradebook, push = tool
+    platform.store.line_items["1"] = {"id": f"{platform.url}/lineitems/1", "tag": A, "label": "Masking",
+                                      "scoreMaximum": 10}
+    code, said = run(*push)
+    assert code != 0, said
+    assert "Nothing sent:\n  03_masking is out of 9 points here, but the LMS's line item 'Masking' is out of 10: set " \
+        "its maximum to 9 in the LMS and push again" in said, said
+    assert not platform.scores_posted()

@@ -108,6 +108,17 @@ def klass(tmp_path_factory):
     second = run_autograder(root, "grade", "--jobs", "2")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     runs["second"] = _outputs(root, second.stdout)
+
+    # Issue 48: hal gets two days more before he hands in, then hands in a day late; gina hands in her partial
+    # notebook two hours late, graded for the first time under `zero`; bob gets a day more after grading.
+    runs["extended before"] = run_autograder(root, "extend", A, "--student", "hal", "--days", "2")
+    hand_in(notebook_path(submitted / "hal", A), late=86400)
+    hand_in(notebook_path(submitted / "gina", A), kind="demo_partial", late=7200)
+    runs["extended after"] = run_autograder(root, "extend", A, "--student", "bob", "--days", "1")
+    handed_in = _tree(submitted)
+    third = run_autograder(root, "grade", "--jobs", "2")
+    assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
+    runs["third"] = _outputs(root, third.stdout)
     return root, runs, handed_in
 
 
@@ -171,13 +182,50 @@ def test_no_hand_in_falls_through(klass):
     assert rows == {"dave": ["missing", "0/11", "0.0"], "frank": ["missing", "0/11", "0.0"]}, out[:1500]
     assert "3 graded, 0 skipped as unchanged since the last run, 1 refused" in out, out[-1500:]
     again = runs["second"]["stdout"]
-    assert "0 graded, 4 skipped as unchanged since the last run, 0 refused" in again, again[-1500:]
+    # issue 48: erin's refusal, kept from the first run and listed under Needs a look, is counted as refused
+    assert "0 graded, 3 skipped as unchanged since the last run, 1 refused" in again, again[-1500:]
+    assert "erin / 03_masking: this is notebook 02_attention" in again.split("Needs a look:")[1], again[-1500:]
 
 
 def test_a_refused_notebook_gets_a_feedback_page_saying_why(klass):
     root, _, _ = klass
     page = notebook_path(root / "feedback" / "erin", A).with_suffix(".html").read_text()
     assert "this is notebook 02_attention, not 03_masking" in page and "(Score: 0 / 11)" in page
+    # issue 48: nbgrader's own pages wrote `11.0 / 11.0` beside the refusal's `0 / 11`; both write a score alike
+    alice = notebook_path(root / "feedback" / "alice", A).with_suffix(".html").read_text()
+    assert "(Score: 11 / 11)" in alice and not re.search(r"Score: [\d.]+\.0 /", alice), alice[:3000]
+
+
+def test_formgrader_lists_a_refused_hand_in_as_graded_with_its_zero(klass):
+    """Issue 48: formgrader showed a refused hand-in as `needs autograding`, 0.0 / 0.0. It reads what nbgrader's API
+    gives it: graded, 0 of the assignment's 11 points."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    root, _, _ = klass
+    erin = NbGraderAPI(CourseDirectory(root=str(root))).get_submission(A, "erin")
+    assert erin["autograded"] and (erin["score"], erin["max_score"]) == (0.0, 11.0), erin
+    stand_in = notebook_path(root / "autograded" / "erin", A).read_text()
+    assert "could not be graded" in stand_in and "this is notebook 02_attention, not 03_masking" in stand_in
+
+
+def test_an_extension_before_the_hand_in_and_a_first_grading_say_only_what_changed(klass):
+    """Issue 48: an extension for a student who has not handed in was refused; the first grading of a late partial
+    hand-in printed `Recomputed ...: late penalty 5 -> 3` though nothing had changed; an extension that made a hand-in
+    on time read `late penalty 11 -> 0 (0 s late ...)`."""
+    _, runs, _ = klass
+    before = runs["extended before"]
+    assert before.returncode == 0, before.stdout + before.stderr
+    assert "hal / 03_masking: extended by 2 days; due 2026-12-06 17:00:00 (UTC). hal has not handed it in yet" in \
+        before.stdout, before.stdout
+    out = runs["third"]["stdout"]
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith(("gina ", "hal "))}
+    assert rows["hal"][0] == "9/11*", "a day late, with two days more: on time, no penalty"
+    assert rows["gina"][:2] == ["0/11", "(late:"], "late under `zero`: 0, her penalty made once"
+    assert "gina / 03_masking: late penalty" not in out and "hal / 03_masking: late penalty" not in out, \
+        "graded for the first time: nothing was recomputed"
+    assert "bob / 03_masking: late penalty 11 -> 0 (on time; due 2026-12-05 17:00:00 with an extension of 1 day, " \
+        "under LateSubmissionPlugin zero)" in out, out[-3000:]
+    assert "2 graded, 3 skipped as unchanged since the last run, 1 refused" in out, out[-1500:]
 
 
 def test_feedback_reaches_every_student_the_exchange_can_reach(klass, tmp_path):

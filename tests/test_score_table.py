@@ -8,6 +8,7 @@ in that gradebook."""
 from __future__ import annotations
 
 import csv
+import re
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -64,6 +65,8 @@ def test_the_table_fits_a_terminal_and_says_pending_once(tmp_path_factory):
     assert max(len(line) for line in grid.splitlines()) <= 100, grid
     assert _table_rows(table)["demo_broken"][:2] == ["7/9*", "6/10"], table
     assert table.count(PENDING) == 1 and PENDING_NOTE in table, table
+    assert ("(late: -N): the late penalty, taken off everywhere; formgrader alone shows the points before it."
+            in table.splitlines()), "formgrader cannot show the penalty: the table, where it shows, says so"
     assert table.endswith("Needs a look:\n  demo_broken / 03_masking: cell 1 raised NameError"), table
     report = (root / "reports" / "class_report.md").read_text()
     assert "| demo_broken | 7/9* | 6/10 | 13/19* |" in report and PENDING_NOTE in report, report
@@ -99,15 +102,78 @@ def test_the_refusal_page_speaks_to_the_student(tmp_path):
     assert f"Hand in <code>{A}.ipynb</code>" in page, page
 
 
-def test_an_extension_moves_the_due_date_and_a_missing_hand_in_is_told_what_to_do(tmp_path_factory):
+def test_an_extension_moves_the_due_date_before_or_after_the_hand_in(tmp_path_factory):
+    """Issue 48: an extension for a student who had not handed in yet was refused. It waits beside the gradebook
+    until the hand-in is graded, then nbgrader holds it and the late penalty is worked out with it."""
+    from autograder.extension import WAITING, grant_waiting_extensions
+    from autograder.grading import apply_late_policy
     database = class_gradebook(tmp_path_factory, "gradebook.db")
-    with Gradebook(f"sqlite:///{database}") as gb:
-        gb.update_or_create_assignment(A, duedate=datetime(2026, 12, 4, 17, 0))
     said = grant_extension(database, A, "demo_partial", days=2, hours=3)
     assert said.startswith(f"demo_partial / {A}: extended by 2 days 3 h; due 2026-12-06 20:00:00 (UTC)"), said
     with Gradebook(f"sqlite:///{database}") as gb:
         assert gb.find_submission(A, "demo_partial").duedate == datetime(2026, 12, 6, 20, 0)
         assert gb.find_submission(A, "demo_perfect").duedate == datetime(2026, 12, 4, 17, 0), "hers alone"
     assert grant_extension(database, A, "demo_partial") == f"demo_partial / {A}: no extension; due 2026-12-04 17:00:00."
-    with pytest.raises(SystemExit, match=f"demo_empty has no graded hand-in of {B} yet"):
-        grant_extension(database, B, "demo_empty", days=1)
+
+    said = grant_extension(database, B, "demo_empty", days=1)
+    assert said == (f"demo_empty / {B}: extended by 1 day; due 2026-12-05 17:00:00 (UTC). demo_empty has not handed "
+                    f"it in yet: the extension waits in {WAITING} and counts from the first grading of their "
+                    "hand-in."), said
+    said = grant_extension(database, B, "dmo_empty", days=1)
+    assert "dmo_empty is not in the gradebook yet: if that is not their id, take it back with `python -m autograder " \
+        f"extend {B} --student dmo_empty --days 0`" in said, said
+    assert grant_extension(database, B, "dmo_empty") == f"dmo_empty / {B}: no extension; due 2026-12-04 17:00:00."
+    with Gradebook(f"sqlite:///{database}") as gb, warnings.catch_warnings():  # her hand-in, 20 h late, graded
+        warnings.simplefilter("ignore", SAWarning)
+        gb.add_submission(B, "demo_empty", timestamp=datetime(2026, 12, 5, 13, 0))
+    assert grant_waiting_extensions(database) == [f"demo_empty / {B}: the extension you gave before the hand-in "
+                                                  "counts now; due 2026-12-05 17:00:00"]
+    assert not (database.parent / WAITING).exists(), "nbgrader holds it now"
+    assert apply_late_policy(database.parent, [B]) == []
+    with Gradebook(f"sqlite:///{database}") as gb:
+        submission = gb.find_submission(B, "demo_empty")
+        assert submission.duedate == datetime(2026, 12, 5, 17, 0) and submission.total_seconds_late == 0
+
+
+def test_the_progress_bar_draws_every_notebook_as_it_is_graded(tmp_path_factory, monkeypatch, capsys):
+    """Issue 48: `make demo`'s bar sat at 7/35 for minutes while the ledger grew. tqdm by default draws a step only
+    after `miniters` more, a number it learns from the pace of the steps it drew: a burst of refused hand-ins, each
+    recorded in a few hundredths of a second, teaches it to wait for several more, and the next steps are notebooks
+    minutes apart. Here eight unreadable hand-ins are refused at once (30 ms each), then three notebooks finish a
+    minute apart (nbgrader's autograde stood in for: a grade the grader could not make, recorded as real ones are),
+    on tqdm's own clock: the bar draws each of the three."""
+    import tqdm.std
+    from autograder import grading
+    root = class_gradebook(tmp_path_factory, "gradebook.db").parent
+    release = notebook_path(root / "release", A)
+    release.parent.mkdir(parents=True)
+    release.write_bytes(notebook_path(ROOT / "release", A).read_bytes())
+    for n in range(8):
+        unreadable = notebook_path(root / "submitted" / f"unreadable{n}", A)
+        unreadable.parent.mkdir(parents=True)
+        unreadable.write_text("{ not a notebook")
+    for n in range(3):
+        notebook = notebook_path(root / "submitted" / f"slow{n}", A)
+        notebook.parent.mkdir(parents=True)
+        notebook.write_bytes(release.read_bytes())
+    clock = [1000.0]
+    monkeypatch.setattr(tqdm.std, "time", lambda: clock[0])
+    monkeypatch.setattr(tqdm.std.tqdm, "monitor_interval", 0)  # no thread of its own, on the real clock
+    recorded = grading.record
+
+    def record(*args, **kwargs):
+        recorded(*args, **kwargs)
+        clock[0] += 0.03
+
+    def slowly(root, todo, template, jobs, limits):
+        for job in todo:
+            clock[0] += 60
+            job.reason = f"stood in for nbgrader; {grading.TRY_AGAIN}"
+            yield job
+
+    monkeypatch.setattr(grading, "record", record)
+    monkeypatch.setattr(grading, "run_here", slowly)
+    graded = grading.grade(root, [A], feedback=False)
+    assert len(graded) == 11
+    drawn = [int(found) for found in re.findall(r"autograding:[^\r\n]*?\| *(\d+)/11 ", capsys.readouterr().err)]
+    assert {9, 10, 11} <= set(drawn), f"the bar drew {drawn}"

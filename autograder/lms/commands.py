@@ -54,8 +54,9 @@ def _export(args) -> None:
 
 def _write_export(args) -> None:
     from autograder.lms import canvas, moodle
+    from autograder.lms.columns import Kept, Question, ask, columns_file
     from autograder.lms.csv_files import write_table
-    from autograder.lms.marks import marks_of, pending_lines, refuse_pending
+    from autograder.lms.marks import marks_of, maximum_problems, pending_lines, refuse_pending
     from autograder.lms.roster import advice, match, refuse_unreadable_rule, report
 
     lms = canvas if args.lms == "canvas" else moodle
@@ -64,12 +65,14 @@ def _write_export(args) -> None:
     roster = canvas.read_roster(args.roster) if args.lms == "canvas" else moodle.read_roster(args.roster, args.identity)
     refuse_unreadable_rule(rule, rules, str(args.roster), roster.table.header, roster.students)
     wanted = _pairs(args.column, "--column")
-    stray = [a for a in wanted if a not in args.assignments]
+    maxima = {a: _points(v, a) for a, v in _pairs(getattr(args, "item_max", None), "--item-max").items()}
+    stray = [a for a in {**wanted, **maxima} if a not in args.assignments]
     if stray:
-        raise SystemExit(f"--column names {', '.join(stray)}, which this command does not export: add "
-                         f"{' '.join(stray)} to the assignments, or leave its --column out.")
+        raise SystemExit(f"--column or --item-max names {', '.join(stray)}, which this command does not export: add "
+                         f"{' '.join(stray)} to the assignments, or leave its option out.")
+    kept = Kept.read(columns_file(args.gradebook))
     with _gradebook(args) as gb:
-        marks = marks_of(gb, args.assignments)
+        marks = marks_of(gb, args.assignments, Path(args.gradebook).resolve().parent, "Nothing written")
         refuse_pending(marks, args.pending, "--pending blank (leave those cells blank: no change in the LMS) or "
                        "--pending mark (export the score so far, noted where the LMS takes a note)")
         students = list(gb.students)
@@ -78,39 +81,80 @@ def _write_export(args) -> None:
         if problems and not args.allow_unmatched:
             raise SystemExit("Not written, some students are not matched:\n" + "\n".join(f"  {p}" for p in problems)
                              + "\n" + advice(rule, ", ".join(rules)))
-        columns = {a: roster.column(wanted.get(a, ""), a) for a in args.assignments}
-        if args.lms == "canvas":
-            blockers = canvas.points_problems(roster, columns, marks)
-        else:
-            blockers = moodle.maximum_problems(columns, {a: float(v) for a, v in
-                                                         _pairs(args.item_max, "--item-max").items()}, marks)
+        found = {a: (roster.target(a, wanted.get(a), kept.get(args.lms, a)) if args.lms == "canvas" else
+                     roster.target(a, wanted.get(a), kept.get(args.lms, a), maxima.get(a)))
+                 for a in args.assignments}
+        questions = {a: q for a, q in found.items() if isinstance(q, Question)}
+        if questions:
+            columns = list(roster.assignments()) if args.lms == "canvas" else roster.items()
+            extra = ""
+            if args.lms == "moodle" and roster.not_in_points():
+                extra = ("\nThis export gives " + "; ".join(roster.not_in_points()) + " not in points, which Moodle's "
+                         "import does not read: export the grades again with the grade export display type Real.")
+            raise SystemExit(ask(questions, args.lms.title(), columns, kept.path, extra))
+        targets = dict(found)
+        blockers = []
+        for assignment, target in targets.items():
+            if args.lms == "canvas":
+                unreadable = canvas.points_problem(roster, assignment, target)
+                where, fix = f"Canvas's {target.header}", canvas.fix_points(target, marks_top(marks, assignment))
+            else:
+                unreadable = moodle.maximum_unknown(assignment, target)
+                where, fix = (f"the Moodle item {target.header}",
+                              moodle.fix_maximum(assignment, marks_top(marks, assignment)))
+            written = roster.points_of(target.header) if args.lms == "canvas" and not target.new else ""
+            blockers += [unreadable] if unreadable else maximum_problems(assignment, where, target.maximum, marks, fix,
+                                                                         written)
         if blockers:
             raise SystemExit("Not written:\n" + "\n".join(f"  {b}" for b in blockers))
         if args.lms == "canvas":
-            table, kept = canvas.upload(roster, columns, matching.pairs, marks, args.missing, args.pending)
+            table, held = canvas.upload(roster, targets, matching.pairs, marks, args.missing, args.pending)
         else:
-            table, kept = moodle.upload(roster, args.identity, columns, matching.pairs, marks, args.missing,
+            table, held = moodle.upload(roster, args.identity, targets, matching.pairs, marks, args.missing,
                                         args.pending, args.feedback)
         write_table(args.output, table)
-        held = pending_lines({k: m for k, m in marks.items() if k[0] in matching.pairs})
+        pending = pending_lines({k: m for k, m in marks.items() if k[0] in matching.pairs})
+    for assignment, target in targets.items():
+        kept.keep(args.lms, assignment, target.keep)
+    kept.save()
     for line in problems:
         print(f"left out (--allow-unmatched): {line}")
     for note in getattr(roster, "skipped", []):
         print(f"skipped {note}")
-    if held:
+    if pending:
         print(("Left blank" if args.pending == "blank" else "Exported with the score so far") + " (--pending "
-              f"{args.pending}), written answers not graded yet:\n" + "\n".join(f"  {line}" for line in held))
-    if kept:
+              f"{args.pending}), written answers not graded yet:\n" + "\n".join(f"  {line}" for line in pending))
+    if held:
         print("Kept the score the LMS holds, where a blank would have erased it:\n"
-              + "\n".join(f"  {line}" for line in kept))
-    for assignment, column in columns.items():
-        new = (f"a new {args.lms.title()} column {assignment!r} (the export has none named like it; "
-               f"--column {assignment}=... names one)")
-        print(f"{assignment} -> {column or new}")
-    print(f"Wrote {args.output}: {len(matching.pairs)} students, {len(columns)} assignment(s), scores after the late "
+              + "\n".join(f"  {line}" for line in held))
+    for assignment, target in targets.items():
+        print(f"{assignment} -> {target.shown}" + _how(target, kept.path))
+    print(f"Wrote {args.output}: {len(matching.pairs)} students, {len(targets)} assignment(s), scores after the late "
           f"penalty, a missing hand-in {'0' if args.missing == 'zero' else 'blank (no change in the LMS)'}. "
           + ("Upload it in Canvas: Grades > Import." if args.lms == "canvas" else
              "Upload it in Moodle: Grades > Import > CSV file."))
+
+
+def _how(target, path: Path) -> str:
+    """How the course knows a column, said beside it: `(confirmed now; kept in lms/columns.json for the next
+    exports)`, `(kept)`."""
+    if target.how == "confirmed now":
+        return f" (confirmed now; kept in {path} for the next exports)"
+    return f" ({target.how})" if target.how else ""
+
+
+def marks_top(marks, assignment: str) -> float:
+    """The notebook's points, as the gradebook gives them."""
+    return next(m.max_score for (s, a), m in marks.items() if a == assignment)
+
+
+def _points(value: str, assignment: str) -> float:
+    from autograder.lms.csv_files import read_number
+    points = read_number(value)
+    if points is None or points <= 0:
+        raise SystemExit(f"--item-max {assignment}={value}: write the grade item's Maximum grade as a number, e.g. "
+                         f"--item-max {assignment}=11.")
+    return points
 
 
 def _keys(args) -> None:
@@ -124,7 +168,7 @@ def _push(args) -> None:
     config = read_config(Path(args.config))
     with _gradebook(args) as gb:
         outcome = push(gb, config, args.assignment, dry_run=args.dry_run, missing=args.missing, pending=args.pending,
-                       comment=not args.no_comment)
+                       comment=not args.no_comment, course=Path(args.gradebook).resolve().parent)
     print(outcome.text())
     if outcome.failed:
         raise SystemExit(1)
@@ -147,8 +191,9 @@ def add_parser(commands) -> None:
         kind.add_argument("--match", choices=rules.split(", "), default=None,
                           help=f"how nbgrader's students are found in the roster: {rules} (default: {default})")
         kind.add_argument("--column", action="append", metavar="ASSIGNMENT=COLUMN",
-                          help="the LMS's column for an assignment (Canvas: its id, the number in brackets; Moodle: "
-                               "the grade item's header); default: the one named like the assignment, else a new one")
+                          help="the LMS's column for an assignment, said once and kept in lms/columns.json (Canvas: "
+                               "its id, the number in brackets, or new; Moodle: the grade item's header); the first "
+                               "export of an assignment without it shows the candidates and writes nothing")
         kind.add_argument("--missing", choices=("blank", "zero"), default="blank",
                           help="a missing hand-in: blank (no change in the LMS; default) or 0")
         kind.add_argument("--pending", choices=("refuse", "blank", "mark"), default="refuse",
@@ -165,7 +210,9 @@ def add_parser(commands) -> None:
             kind.add_argument("--feedback", action="store_true",
                               help="a feedback column beside each grade: the score as nbgrader gives it, with its notes")
             kind.add_argument("--item-max", action="append", metavar="ASSIGNMENT=POINTS",
-                              help="the Moodle grade item's maximum: refuse scores above it")
+                              help="the Moodle grade item's Maximum grade, which Moodle's export does not say: said "
+                                   "once and kept with the column; an item out of other points than the notebook is "
+                                   "refused")
         kind.set_defaults(run=_export)
     keys = groups.add_parser("keys", help="make the tool's key pair; print what the LMS administrator registers")
     keys.add_argument("--config", default=str(DEFAULT_CONFIG), metavar="TOML",

@@ -3,21 +3,25 @@
 The course's members come from Names and Role Provisioning; each nbgrader student is found among the learners by
 `Student.lms_user_id` when nbgrader has it, else by the config's rule (email, name or id), and the LMS user id is
 then kept in `Student.lms_user_id`. The line item is the one tagged with the assignment's name, created when there is
-none. Each score is `score_of`'s, posted as the spec's Score (userId, scoreGiven, scoreMaximum, activityProgress,
-gradingProgress, an ISO-8601 timestamp, a comment), recorded in the ledger once the platform took it, and finally
-read back from the platform's results.
+none (its tag is the notebook's name: an exact key, never a title that shares a word). Each score is `score_of`'s,
+refused while a late penalty is stale (autograder.scores.refuse_stale) and against a line item out of other points
+than the notebook (the LMS would scale it) or below a score (extra credit, which it would cut), posted as the spec's
+Score (userId, scoreGiven, scoreMaximum, activityProgress, gradingProgress, an ISO-8601 timestamp, a comment),
+recorded in the ledger once the platform took it, and finally read back from the platform's results: a score the
+platform holds otherwise is not counted as sent, nor said to be.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 from nbgrader.api import Gradebook
 
 from autograder.lms.lti_client import LEARNER, Platform, Refused
 from autograder.lms.lti_config import LtiConfig
 from autograder.lms.lti_ledger import Ledger
-from autograder.lms.marks import Mark, marks_of, refuse_pending
+from autograder.lms.marks import Mark, marks_of, maximum_problems, refuse_pending
 from autograder.lms.roster import Rule, match, name_key, plain, student_name
 
 RULES = {
@@ -97,8 +101,9 @@ def _user_ids(gb: Gradebook, config: LtiConfig, members: list[dict], outcome: Ou
 
 
 def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = False, missing: str = "skip",
-         pending: str = "mark", comment: bool = True) -> Outcome:
-    marks = marks_of(gb, [assignment])
+         pending: str = "mark", comment: bool = True, course: Path | None = None) -> Outcome:
+    """`course`: the course directory whose nbgrader_config.py gives the late policy (default: the config's)."""
+    marks = marks_of(gb, [assignment], course or config.path.parent.parent, "Nothing sent")
     refuse_pending(marks, pending, "--pending skip (send nothing for them) or --pending mark (send the score so "
                    "far, marked PendingManual)")
     outcome = Outcome(assignment, dry_run)
@@ -107,11 +112,21 @@ def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = Fals
     try:
         users = _user_ids(gb, config, platform.members(), outcome, keep=not dry_run)
         top = next(iter(marks.values())).max_score if marks else 0.0
-        item = platform.line_item(assignment, assignment, top, create=not dry_run)
+        item = platform.line_item(assignment, assignment, top, create=False)
+        if item is not None:
+            theirs = float(item.get_score_maximum() or 0.0)
+            blockers = maximum_problems(assignment, f"the LMS's line item {item.get_label() or assignment!r}", theirs,
+                                        marks, f"set its maximum to {top:g} in the LMS and push again (the LMS would "
+                                        f"scale every score to its {theirs:g}).")
+            if blockers:
+                raise SystemExit("Nothing sent:\n" + "\n".join(f"  {b}" for b in blockers))
+        elif not dry_run:
+            item = platform.line_item(assignment, assignment, top, create=True)
         item_id = item.get_id() if item else ""
         if item is None:
             outcome.lines.append(f"would create the line item {assignment!r} (tag {assignment!r}, out of {top:g})")
-        sent_now: set[str] = set()
+        sent_now: dict[str, int] = {}  # LMS user id -> the index of its "sent" line
+        names = {user_id: student for student, user_id in users.items()}
         for student, user_id in sorted(users.items()):
             mark = marks[student, assignment]
             score = score_for(mark, user_id, missing, comment)
@@ -127,15 +142,16 @@ def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = Fals
             else:
                 platform.post_score(item, score)
                 ledger.record(item_id, score)
-                sent_now.add(user_id)
+                sent_now[user_id] = len(outcome.lines)
                 outcome.sent += 1
                 outcome.lines.append(f"sent {student} (LMS user {user_id}): {mark.note()}")
         if item is not None and not dry_run:
-            lines, differing = read_back(platform, item, ledger.sent.get(item_id, {}))
-            outcome.lines += lines
+            lines, differing = read_back(platform, item, ledger.sent.get(item_id, {}), names)
+            gone = {sent_now[user_id] for user_id in differing if user_id in sent_now}
+            outcome.lines = [line for index, line in enumerate(outcome.lines) if index not in gone] + lines
             if differing:
                 ledger.forget(item_id, differing)
-                outcome.sent -= len(set(differing) & sent_now)
+                outcome.sent -= len(gone)
                 outcome.failed = (f"the LMS holds {len(differing)} score(s) other than sent (listed above); they are "
                                   "not counted as sent, and the next run sends them again.")
     except Refused as refused:
@@ -143,21 +159,23 @@ def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = Fals
     return outcome
 
 
-def read_back(platform: Platform, item, sent: dict[str, dict]) -> tuple[list[str], list[str]]:
+def read_back(platform: Platform, item, sent: dict[str, dict],
+              names: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
     """The platform's results against what it was sent: (a line per difference, or one that all agree; the LMS user
-    ids whose result differs)."""
+    ids whose result differs). `names`: LMS user id -> nbgrader student, to name who differs."""
     results = {r.get("userId"): r for r in platform.results(item)}
     wrong, differing = [], []
     for user_id, score in sent.items():
         result = results.get(user_id)
+        who = f"{names[user_id]} (LMS user {user_id})" if names and user_id in names else f"user {user_id}"
         if result is None:
-            wrong.append(f"user {user_id}: the LMS has no result, though it took {score['scoreGiven']:g}")
+            wrong.append(f"{who}: the LMS has no result, though it took {score['scoreGiven']:g}")
             differing.append(user_id)
             continue
         given, top = float(result.get("resultScore") or 0), float(result.get("resultMaximum") or 1)
         ours = score["scoreGiven"] / score["scoreMaximum"] if score["scoreMaximum"] else 0.0
         if abs(given / top - ours) > 1e-6:
-            wrong.append(f"user {user_id}: the LMS shows {given:g}/{top:g}, "
+            wrong.append(f"{who}: the LMS shows {given:g}/{top:g}, "
                          f"it was sent {score['scoreGiven']:g}/{score['scoreMaximum']:g}")
             differing.append(user_id)
     if wrong:

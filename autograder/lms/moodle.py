@@ -6,10 +6,13 @@ user, mapped on the import screen to email address, username or ID number ("Iden
 is mapped to a grade item or to its feedback, or ignored: a column `X (Real)` is mapped to the item shown as `X`, and
 `X (Feedback)` to its feedback, by themselves; a blank cell or `-` is no grade (it erases one the gradebook holds);
 a number is read with the decimal point or the site language's decimal mark; a grade above the item's maximum is
-refused; with a `Last downloaded from this course` column, a grade changed in Moodle since that time stops the
-import rather than being overwritten. The export names each grade item's column `Type: Name (Real)` (and, with
-feedback, `Type: Name (Feedback)`) and each user field by its label: Moodle 4 writes `Last name`, Moodle 3
-`Surname`.
+refused; a column mapped to "new grade item" becomes an item out of 100; with a `Last downloaded from this course`
+column, a grade changed in Moodle since that time stops the
+import rather than being overwritten. The export names each grade item's column `Type: Name (Real)` (a manual item: `Name (Real)`; `(Percentage)`
+or `(Letter)` for the other display types it offers; with feedback, `Type: Name (Feedback)`), a category's total
+`Category total (Real)` and the course's `Course total (Real)` (grade/export/lib.php, `format_column_name`), and each
+user field by its label: Moodle 4 writes `Last name`, Moodle 3 `Surname`. It does not say an item's maximum grade:
+the instructor says it, once (`--item-max`, kept with the column: autograder.lms.columns).
 """
 from __future__ import annotations
 
@@ -18,14 +21,28 @@ from pathlib import Path
 
 import re
 
+from autograder.lms.columns import NEW, Question, Target, key, titled_as, titles
 from autograder.lms.csv_files import Table, read_table
 from autograder.lms.marks import Mark, upload_cell
-from autograder.lms.roster import Rule, only_named, plain, student_name, name_key
+from autograder.lms.roster import Rule, plain, student_name, name_key
 
 IDENTITIES = {"email": "Email address", "username": "Username", "idnumber": "ID number"}
 FIRST_NAME, LAST_NAMES = "First name", ("Last name", "Surname")  # Moodle 4's label, Moodle 3's
-GRADE = re.compile(r"^(?P<shown>.+) \(Real\)$")  # a grade item's column, `Assignment: 03 Masking (Real)`
+GRADE = re.compile(r"^(?P<shown>.+) \((?P<display>Real|Percentage|Letter)\)$")  # `Assignment: 03 Masking (Real)`
+POINTS = "Real"  # the display type that is points: the only one Moodle's import reads as a grade
 COURSE_TOTAL = "Course total"
+NEW_ITEM_MAXIMUM = 100.0  # what Moodle's import makes a "new grade item" out of (grade_item's default grademax)
+
+
+def is_total(shown: str) -> bool:
+    """A course's or category's total (`Course total`, `Notebooks total`, Moodle 3.0's `Category total`): Moodle
+    works it out from the items, and takes no grade for it."""
+    return shown == COURSE_TOTAL or shown.endswith(" total")
+
+
+def item_name(shown: str) -> str:
+    """A grade item's name without its activity type: `Assignment: 03 Masking` gives `03 Masking`."""
+    return shown.split(": ", 1)[-1]
 TIME_EXPORTED = "Last downloaded from this course"  # Moodle's guard against overwriting newer grades
 NO_GRADE = "-"
 
@@ -61,22 +78,83 @@ class MoodleRoster:
     table: Table
     students: list[dict[str, str]]
 
-    def column(self, wanted: str, assignment: str) -> str | None:
-        """The export's grade column for `assignment`: `wanted` is its whole header or the item's name (a feedback
-        column's header names its item too); with none, the one item whose name names the notebook, else None."""
-        items = {c: GRADE.match(c)["shown"] for c in self.table.header
-                 if GRADE.match(c) and not c.startswith(COURSE_TOTAL)}
-        names = {c: shown.split(": ", 1)[-1] for c, shown in items.items()}
-        if not wanted:
-            return only_named(names, assignment, "Moodle", lambda column: f'"{column}"')
-        target = GRADE.match(wanted)["shown"] if GRADE.match(wanted) else wanted.removesuffix(" (Feedback)")
-        hits = [c for c in items if plain(items[c]) == plain(target) or name_key(names[c]) == name_key(target)]
-        if len(hits) != 1:
-            raise SystemExit(f"The Moodle export has {'no' if not hits else 'more than one'} grade item {wanted!r} "
-                             f"(from --column {assignment}={wanted}); its grade items are: "
-                             f"{'; '.join(items) or 'none'}. Name one of them by its whole header, or leave --column "
-                             "out to make a new grade item on the import screen.")
-        return hits[0]
+    def graded(self) -> dict[str, re.Match]:
+        """Every grade column of the export (items and totals, in each display type), with its name and type."""
+        return {c: GRADE.match(c) for c in self.table.header if GRADE.match(c)}
+
+    def items(self) -> list[str]:
+        """The columns a grade may go to: each grade item's, in points (`(Real)`), never a total."""
+        return [c for c, m in self.graded().items() if m["display"] == POINTS and not is_total(m["shown"])]
+
+    def target(self, assignment: str, given: str | None, kept: dict, maximum: float | None) -> Target | Question:
+        """Where `assignment`'s grades go: the grade item `given` with --column (its header, with or without its
+        type and `(Real)`), else the one the course keeps; else a Question showing the items named as the notebook.
+        `maximum`: the item's maximum given with --item-max now (else the one kept, else unknown)."""
+        items = self.items()
+        if given is not None:
+            if given.strip().casefold() == NEW:
+                raise SystemExit(f"Not written: Moodle's import makes a new grade item out of "
+                                 f"{NEW_ITEM_MAXIMUM:g}, whatever the notebook's points: add the grade item {assignment} "
+                                 "in Moodle first (Setup > Gradebook setup > Add grade item, Maximum grade: the "
+                                 "notebook's points), export the grades again, and name it with --column.")
+            return self._item(assignment, given, maximum, kept, "confirmed now")
+        if kept.get("column"):
+            if kept["column"] in items:
+                return self._target(kept["column"], maximum, kept, "kept")
+            raise SystemExit(f"Not written: the grade item {kept['column']!r}, the column the course keeps for "
+                             f"{assignment}, is not in this export (renamed or deleted in Moodle, not ticked on the "
+                             "export form, or exported as a percentage?). Its grade items are: "
+                             + ("; ".join(items) or "none") + f". Name {assignment}'s with --column.")
+        candidates = [c for c in items if titled_as(item_name(self.graded()[c]["shown"]), assignment)
+                      or titled_as(self.graded()[c]["shown"], assignment)]
+        need_max = maximum is None
+        if len(candidates) == 1:
+            return Question(f"{assignment}: {candidates[0]} is named as the notebook",
+                            f'--column {assignment}="{candidates[0]}"'
+                            + (f" --item-max {assignment}=<its Maximum grade in Moodle>" if need_max else ""))
+        if candidates:
+            return Question(f"{assignment}: {len(candidates)} grade items are named as the notebook, "
+                            + "; ".join(candidates) + ": say which with --column and its whole header", "")
+        return Question(f"{assignment}: no grade item is named as the notebook ({' or '.join(titles(assignment))}): "
+                        f"name its grade item with --column {assignment}=\"HEADER\", its header in the export (Moodle "
+                        "makes a new item out of 100: add it in Moodle first)", "")
+
+    def _item(self, assignment: str, given: str, maximum: float | None, kept: dict, how: str) -> Target:
+        """The one grade column `given` names, refused when it is a total or not in points."""
+        graded = self.graded()
+        text = given.strip().removesuffix(" (Feedback)")
+        name = GRADE.match(text)["shown"] if GRADE.match(text) else text
+        hits = [c for c, m in graded.items() if c == text or plain(m["shown"]) == plain(name)
+                or key(item_name(m["shown"])) == key(name)]
+        items = self.items()
+        points = [c for c in hits if c in items]
+        if len(points) == 1:
+            return self._target(points[0], maximum, kept, how)
+        totals = [c for c in hits if is_total(graded[c]["shown"])]
+        if totals:
+            raise SystemExit(f"Not written: {totals[0]} (from --column {assignment}={given}) is a total, which Moodle "
+                             "works out from its grade items and takes no grade for. Name the notebook's grade item "
+                             "itself; the export's grade items are: " + ("; ".join(items) or "none") + ".")
+        if hits and not points:
+            raise SystemExit(f"Not written: this export gives {given} as {', '.join(hits)}, which Moodle's import "
+                             "does not read as points. Export the grades again with the grade export display type "
+                             "Real (Export format options), and run this again.")
+        raise SystemExit(f"The Moodle export has {'no' if not points else 'more than one'} grade item {given!r} "
+                         f"(from --column {assignment}={given}); its grade items are: {'; '.join(items) or 'none'}. "
+                         "Name one of them by its whole header.")
+
+    def _target(self, column: str, maximum: float | None, kept: dict, how: str) -> Target:
+        """The grade item `column`, out of `maximum` (given now), else of the maximum kept for that column."""
+        if maximum is None and kept.get("column") == column:
+            maximum = kept.get("maximum")
+        return Target(column, column, {"column": column, **({"maximum": maximum} if maximum is not None else {})},
+                      maximum, how=how)
+
+    def not_in_points(self) -> list[str]:
+        """The export's grade items given only as a percentage or a letter (no `(Real)` column beside them)."""
+        graded = self.graded()
+        real = {m["shown"] for m in graded.values() if m["display"] == POINTS}
+        return [c for c, m in graded.items() if m["shown"] not in real and not is_total(m["shown"])]
 
     def held(self, index: int, column: str | None) -> str:
         """What Moodle holds in `column` for the student on roster row `index`, as exported; blank for no grade."""
@@ -100,43 +178,43 @@ def shown(row: dict[str, str]) -> str:
     return f"{name or '(no name)'} ({row.get('Email address') or row.get('Username') or row.get('ID number', '')})"
 
 
-def upload(roster: MoodleRoster, identity: str, columns: dict[str, str | None], pairs: dict[str, int],
+def upload(roster: MoodleRoster, identity: str, targets: dict[str, Target], pairs: dict[str, int],
            marks: dict[tuple[str, str], Mark], missing: str, pending: str,
            feedback: bool) -> tuple[Table, list[str]]:
-    """The identity column, then per assignment its grade column (and its feedback column, named as Moodle's export
-    names it), the export's `Last downloaded from this course` when it has one, and a row per matched student, in
-    the export's separator and decimal mark; with it a line for each grade Moodle holds that a blank would have
+    """The identity column, then per assignment its grade item's column (and its feedback column, named as Moodle's
+    export names it), the export's `Last downloaded from this course` when it has one, and a row per matched student,
+    in the export's separator and decimal mark; with it a line for each grade Moodle holds that a blank would have
     erased, kept."""
     label = IDENTITIES[identity]
     guard = [TIME_EXPORTED] if TIME_EXPORTED in roster.table.header else []
     header = [label]
-    for assignment, column in columns.items():
-        header += [column or assignment] + ([feedback_column(column or assignment)] if feedback else [])
+    for target in targets.values():
+        header += [target.header] + ([feedback_column(target.header)] if feedback else [])
     rows, kept = [], []
     for student, index in sorted(pairs.items(), key=lambda pair: pair[1]):
         row = roster.students[index]
         cells = [row[label]]
-        for assignment, column in columns.items():
+        for assignment, target in targets.items():
             mark = marks[student, assignment]
-            cell, note = upload_cell(mark, missing, pending, roster.table.decimal, roster.held(index, column))
+            cell, note = upload_cell(mark, missing, pending, roster.table.decimal, roster.held(index, target.header))
             cells.append(cell)
             if feedback:
                 untouched = note or (mark.pending and pending == "blank")
-                cells.append(roster.held(index, column and feedback_column(column)) if untouched else mark.note())
+                cells.append(roster.held(index, feedback_column(target.header)) if untouched else mark.note())
             kept += [note] if note else []
         rows.append(cells + [row[g] for g in guard])
     return Table(header + guard, rows, roster.table.separator, bom=False, decimal=roster.table.decimal), kept
 
 
-def maximum_problems(columns: dict[str, str | None], maxima: dict[str, float],
-                     marks: dict[tuple[str, str], Mark]) -> list[str]:
-    """Scores Moodle would refuse: above the grade item's maximum (given with --item-max)."""
-    problems = []
-    for assignment, top in maxima.items():
-        over = [m for (s, a), m in marks.items() if a == assignment and (m.value("zero") or 0) > top]
-        if over:
-            problems.append(f"{assignment}: {', '.join(f'{m.student} has {m.value():g}' for m in over)}, above the "
-                            f"Moodle item's maximum {top:g} (--item-max); the assignment is out of "
-                            f"{over[0].max_score:g} here: set the item's Maximum grade to {over[0].max_score:g} in "
-                            "Moodle (Setup > Gradebook setup > Edit), then export and run this again.")
-    return problems
+def maximum_unknown(assignment: str, target: Target) -> str:
+    """Why a grade item's maximum is needed ("" when it is known)."""
+    if target.maximum is not None:
+        return ""
+    return (f"{assignment}: Moodle's export does not say the maximum grade of {target.header}: give it once, "
+            f"--item-max {assignment}=<its Maximum grade in Moodle> (Setup > Gradebook setup); the course keeps it "
+            "with the column.")
+
+
+def fix_maximum(assignment: str, top: float) -> str:
+    return (f"set the item's Maximum grade to {top:g} in Moodle (Setup > Gradebook setup > Edit), then run this "
+            f"again with --item-max {assignment}={top:g}.")

@@ -66,31 +66,6 @@ def refuse_unreadable_rule(rule: Rule, rules: dict[str, Rule], roster: str, head
                         if usable else "Export") + " the roster again from the LMS with that column.")
 
 
-def words(text: str) -> list[str]:
-    """A title's words, case folded, `_`, `-` and punctuation as spaces: `03_masking` and `03 Masking` alike."""
-    return re.findall(r"[^\W_]+", unicodedata.normalize("NFC", text).casefold())
-
-
-def names_assignment(title: str, assignment: str) -> bool:
-    """Whether an LMS assignment's title names the notebook `assignment`: its words (`03 masking`), or those after
-    its number (`masking`), appear in the title in order (`Masking`, `03 Masking`, `Notebook 3: Masking`)."""
-    wanted = words(assignment)
-    named = [w for w in wanted if not w.isdigit()] if wanted and wanted[0].isdigit() else wanted
-    have = words(title)
-    return any(have[i:i + len(w)] == w for w in (wanted, named) if w for i in range(len(have)))
-
-
-def only_named(titles: dict[str, str], assignment: str, lms: str, option: Callable[[str], str]) -> str | None:
-    """The one LMS column (header -> title) whose title names `assignment`; None when none does; stops when several
-    do, listing them with the --column that picks each."""
-    hits = [header for header, title in titles.items() if names_assignment(title, assignment)]
-    if len(hits) > 1:
-        raise SystemExit(f"Not written: {len(hits)} {lms} columns are named like {assignment}: "
-                         + "; ".join(hits) + f". Say which with --column, e.g. "
-                         + " or ".join(f"--column {assignment}={option(h)}" for h in hits) + ".")
-    return hits[0] if hits else None
-
-
 @dataclass
 class Matching:
     pairs: dict[str, int] = field(default_factory=dict)  # nbgrader student id -> LMS row index
