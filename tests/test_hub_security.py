@@ -283,8 +283,9 @@ def _collected(hub) -> dict[str, str]:
 def test_a_student_cannot_hand_in_as_someone_else(hub, bob, ada_handed_in):
     """Bob writes into inbound, which every account may write, a hand-in named for Ada (an hour after hers, so it
     would replace it), and one of his own whose notebook is a link to the grader's source notebook (the grader's
-    collect would copy the solution in). Plain nbgrader collects both; the hub's collect, from the command and from
-    formgrader's Collect button, takes Ada's own hand-in and neither of Bob's, and names both to the instructor."""
+    collect would copy the solution in), and a file that is no hand-in. Plain nbgrader collects both hand-ins; the
+    hub's collect, from the command and from formgrader's Collect button, takes Ada's own hand-in and neither of Bob's,
+    and names all three to the instructor (each time: what it refused stays in inbound/)."""
     inbound = ada_handed_in.parent
     ada_time = (ada_handed_in / "timestamp.txt").read_text()
     later = f"{int(ada_time[:4]) + 1}{ada_time[4:]}"
@@ -300,7 +301,9 @@ def test_a_student_cannot_hand_in_as_someone_else(hub, bob, ada_handed_in):
             open(folder + "/timestamp.txt", "w").write("{later}")
         json.dump(notebook, open("{inbound}/{forged}/{ASSIGNMENT}.ipynb", "w"))
         os.symlink("{source}", "{inbound}/{linked}/{ASSIGNMENT}.ipynb")
+        open("{inbound}/notes.txt", "w").write("{BOB} was here")
     '''))
+    dropped = "Not collected: inbound/notes.txt is no hand-in: a file, not a folder."
     ada_own = (ada_handed_in / f"{ASSIGNMENT}.ipynb").read_text()
     assert "BEGIN SOLUTION" in source.read_text() and "BEGIN SOLUTION" not in ada_own
 
@@ -315,6 +318,7 @@ def test_a_student_cannot_hand_in_as_someone_else(hub, bob, ada_handed_in):
     assert f"Not collected: inbound/{forged} is named for {ADA}, but the folder belongs to {BOB}" in output, output
     assert f"Not collected: inbound/{linked} is named for {BOB}, but {ASSIGNMENT}.ipynb in it is a link (to " \
            f"{source})" in output, output
+    assert dropped in output, output
 
     # The hub's collect, from formgrader's Collect button (the instructor's request through the hub).
     teacher = log_in(hub, TEACHER)
@@ -326,6 +330,7 @@ def test_a_student_cannot_hand_in_as_someone_else(hub, bob, ada_handed_in):
     assert answer.status_code == 200 and answer.json()["success"], answer.text
     assert f"Not collected: inbound/{forged}" in answer.json()["log"], answer.json()["log"]
     assert f"Not collected: inbound/{linked}" in answer.json()["log"], answer.json()["log"]
+    assert dropped in answer.json()["log"], answer.json()["log"]
     assert _collected(hub) == {ADA: ada_own}
 
 
