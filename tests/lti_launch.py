@@ -26,9 +26,11 @@ from jwcrypto.jwk import JWK
 from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
 from lti1p3platform.oidc_login import OIDCLoginAbstract
 
-from tests.lti_platform import CLIENT_ID, INSTRUCTOR, ISSUER, LEARNER, HttpRequest, LtiPlatform
+from tests.lti_platform import CLIENT_ID, CONTEXT_ID, DEPLOYMENT_ID, INSTRUCTOR, ISSUER, LEARNER, HttpRequest, \
+    LtiPlatform
 
-__all__ = ["CLIENT_ID", "INSTRUCTOR", "ISSUER", "LEARNER", "LaunchPlatform", "Person", "form_of", "new_key"]
+__all__ = ["CLIENT_ID", "CONTEXT_ID", "DEPLOYMENT_ID", "INSTRUCTOR", "ISSUER", "LEARNER", "LaunchPlatform", "Person",
+           "form_of", "new_key"]
 RESOURCE_LINK = "hub-link-1"  # the course's link to the hub in the LMS
 
 
@@ -180,7 +182,7 @@ class LaunchPlatform(LtiPlatform):
                              person.email or None)
         launch.set_extra_claims({"given_name": person.given_name, "family_name": person.family_name})
         launch.set_resource_link_claim(RESOURCE_LINK, title="Class hub")
-        launch.set_launch_context_claim("course-tfs-2026", context_title="Transformers from Scratch",
+        launch.set_launch_context_claim(CONTEXT_ID, context_title="Transformers from Scratch",
                                         context_label="TFS")
         launch.set_custom_parameters_claim({"username": person.username} if person.username else {})
         launch.set_ags(f"{self.url}/lineitems").set_nrps(f"{self.url}/memberships")

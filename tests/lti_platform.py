@@ -26,6 +26,8 @@ LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 ISSUER = "https://lms.uni.example"
 CLIENT_ID = "10000000000042"
+CONTEXT_ID = "course-tfs-2026"  # the course (LTI context) the tool is installed in
+DEPLOYMENT_ID = f"1:{CONTEXT_ID}"  # the tool's deployment there
 MIXED_CASE = "/CourseSection/7"  # next pages are served under a path with capitals, as Moodle's services are
 
 
@@ -43,7 +45,7 @@ class Platform(LTI1P3PlatformConfAbstract):
     def init_platform_config(self, **kwargs):
         key = JWK.generate(kty="RSA", size=2048)
         self.registration = (ShortLivedRegistration().set_iss(ISSUER).set_client_id(CLIENT_ID)
-                             .set_deployment_id("1:course-tfs-2026")
+                             .set_deployment_id(DEPLOYMENT_ID)
                              .set_platform_private_key(key.export_to_pem(private_key=True, password=None).decode())
                              .set_platform_public_key(key.export_to_pem().decode())
                              .set_tool_key_set(kwargs["tool_key_set"]))
@@ -121,7 +123,7 @@ class Roster(NamesRoleProvisioningService):
         return {"content": [dict(m) for m in self.store.members], "has_next": False, "next": None}
 
     def get_context_by_id(self):
-        return Context(id="course-tfs-2026", label="TFS", title="Transformers from Scratch")
+        return Context(id=CONTEXT_ID, label="TFS", title="Transformers from Scratch")
 
 
 class LtiPlatform:

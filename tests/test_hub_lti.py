@@ -2,9 +2,12 @@
 login, autograder/hub/hooks.py) and a real LTI 1.3 platform on loopback (tests/lti_launch.py: the lti1p3platform
 package with a course page, the OIDC authorisation endpoint and its keys). A student follows the course's link and
 lands in their own JupyterLab, as their own Unix account, recorded in the gradebook under the LMS's id for them, and
-`lms push` sends their grade to that id; an instructor reaches formgrader, a learner does not; a forged, foreign,
-misaddressed, expired or replayed launch and a username that cannot be an account are refused with a page that says
-why. One hub for the module."""
+`lms push` sends their grade to that id, and a later launch that sends less leaves the rest as it was; an instructor
+reaches formgrader, a learner does not; a forged, foreign, misaddressed, expired or replayed launch, a launch from
+another course or another deployment of the tool (an instructor's too), a username that cannot be an account, and a
+username that names an account the hub did not make for the class (root, a system account, the grader, a person's
+account from before the class, another LMS person's) are refused with a page that says why (issue 47, items 1, 2
+and 8). One hub for the module."""
 from __future__ import annotations
 
 import html
@@ -18,10 +21,14 @@ import pytest
 import requests
 from nbgrader.api import Gradebook
 
+from autograder.hub.accounts import ClassAccounts
+from autograder.hub.hooks import CONTEXT_CLAIM, DEPLOYMENT_CLAIM
 from autograder.hub.settings import LtiLogin
 from tests.browser import VIEWPORT, browser  # noqa: F401 (a fixture)
-from tests.hub import open_server, running_hub
-from tests.lti_launch import CLIENT_ID, INSTRUCTOR, ISSUER, LaunchPlatform, Person, form_of, new_key
+from tests.class_accounts import machine_account, made_by, remove_accounts
+from tests.hub import home_of, open_server, running_hub
+from tests.lti_launch import CLIENT_ID, CONTEXT_ID, DEPLOYMENT_ID, INSTRUCTOR, ISSUER, LaunchPlatform, Person, \
+    form_of, new_key
 from tests.test_lti_push import fill_in, run
 from autograder.paths import ROOT
 
@@ -32,7 +39,14 @@ PEOPLE = {
     "lti-teacher": Person("lms-user-1", "lti-teacher", [INSTRUCTOR], "The", "Instructor"),
     "spaced": Person("lms-user-88", "Ada Lovelace", given_name="Ada", family_name="Lovelace"),
     "silent": Person("lms-user-89", None, given_name="No", family_name="Username"),
+    "lti-mary": Person("lms-user-60", "lti-mary", given_name="Mary", family_name="Fairfax", email="mary@uni.example"),
+    "JaneDoe": Person("lms-user-61", "JaneDoe", given_name="Jane", family_name="Doe"),
+    "janedoe": Person("lms-user-62", "janedoe", given_name="Another", family_name="Jane"),
+    "root": Person("lms-user-90", "root"),
+    "daemon": Person("lms-user-91", "daemon"),
+    "lti-prior": Person("lms-user-92", "lti-prior", given_name="Prior", family_name="Account"),
 }
+PRIOR = "lti-prior"  # a person's account on the machine from before the class: its LMS login has the same name
 QUIZ = "lti-quiz"  # an assignment written into the hub's gradebook with nbgrader's API, for `lms push`
 
 
@@ -44,15 +58,22 @@ def lms(tmp_path_factory):
     code, said = run("lms", "keys", "--config", str(config))
     assert code == 0, said
     key_set = json.loads((config.parent / "lti-keyset.json").read_text())
-    with LaunchPlatform(key_set, PEOPLE) as platform:
+    made = []
+    with LaunchPlatform(key_set, dict(PEOPLE)) as platform, machine_account(PRIOR):
         # The LMS is another site than the hub (localhost, the hub 127.0.0.1), as it is in a class: its form's POST
         # to the hub is cross-site, and a browser sends the hub's state cookie with it only where it may.
         login = LtiLogin(issuer=ISSUER, client_id=CLIENT_ID, jwks_endpoint=platform.jwks_url,
-                         authorize_url=platform.authorize_url.replace("127.0.0.1", "localhost"))
+                         authorize_url=platform.authorize_url.replace("127.0.0.1", "localhost"),
+                         deployment_ids=[DEPLOYMENT_ID], context_ids=[CONTEXT_ID])
         with running_hub("lti", [], [], [], login="lti", lti=login) as hub:
             platform.register_tool(hub.url)
+            platform.people["the-grader"] = Person("lms-user-93", hub.grader)  # an LMS login named as the grader
             fill_in(config, platform)
-            yield platform, hub, config
+            try:
+                yield platform, hub, config
+            finally:
+                made = made_by(hub)
+    remove_accounts(made)
 
 
 def follow_link(platform: LaunchPlatform, session: requests.Session, user: str) -> tuple[str, dict]:
@@ -96,8 +117,11 @@ def test_a_student_follows_the_link_and_lands_in_their_own_jupyterlab(lms):
     written = session.put(f"{hub.url}/user/lti-ada/api/contents/mine.txt",
                           json={"type": "file", "format": "text", "content": "hello"})
     assert written.status_code == 201, written.text
-    owner = (hub.homes / "lti-ada" / "mine.txt").stat().st_uid
+    owner = (home_of(hub, "lti-ada") / "mine.txt").stat().st_uid
     assert pwd.getpwuid(owner).pw_name == "lti-ada", "the server runs as the student's own Unix account"
+    made = ClassAccounts(hub).names()["lti-ada"]  # an account the hub made for her, in the class's range, hers alone
+    assert hub.first_uid <= owner == made["uid"] <= hub.last_uid, made
+    assert made["lms"] == {"issuer": ISSUER, "sub": "lms-user-7f3a9c"}, made
     groups = answer.session.get(f"{hub.url}/hub/api/user", headers={"Referer": f"{hub.url}/hub/home"}).json()
     assert groups["groups"] == [hub.student_group], groups
 
@@ -164,6 +188,9 @@ def tampering(**claims):
     return tamper
 
 
+ANOTHER_COURSE = {CONTEXT_CLAIM: {"id": "course-bw-101", "label": "BW", "title": "Basket Weaving"}}
+
+
 def expired(platform):
     platform.tamper = lambda signed: {**signed, "iat": signed["iat"] - 900, "exp": signed["iat"] - 300}
 
@@ -178,6 +205,20 @@ REFUSALS = {  # case: (what the platform does to the next launch, who, status, w
     "not-an-account-name": (None, "spaced", 403,
                             "gave the username 'Ada Lovelace', which cannot be an account on this hub"),
     "no-username": (None, "silent", 403, "did not say your username"),
+    "another-course": (tampering(**ANOTHER_COURSE), "lti-grace", 403,
+                       "came from a course this hub does not serve (the LMS course 'Basket Weaving', id "
+                       "'course-bw-101')"),
+    "another-course-instructor": (tampering(**ANOTHER_COURSE), "lti-teacher", 403,
+                                  "a role in another course, an instructor's too, counts for nothing here"),
+    "no-course": (tampering(**{CONTEXT_CLAIM: None}), "lti-grace", 403, "does not say which course it came from"),
+    "another-deployment": (tampering(**{DEPLOYMENT_CLAIM: "2:elsewhere"}), "lti-teacher", 403,
+                           "an installation of the tool that this hub does not take logins from (deployment id "
+                           "'2:elsewhere'"),
+    "root": (None, "root", 403, "cannot let you in as 'root': it is one of this machine's own accounts"),
+    "daemon": (None, "daemon", 403, "cannot let you in as 'daemon': it is one of this machine's own accounts"),
+    "the-grader": (None, "the-grader", 403, "it is the account that grades the class"),
+    "account-from-before": (None, PRIOR, 403, "cannot let you in as 'lti-prior': it is an account this machine had "
+                                              "before the class"),
 }
 
 
@@ -187,6 +228,7 @@ def test_a_bad_launch_is_refused_with_a_page_that_says_why(lms, case):
     change, user, status, says = REFUSALS[case]
     if change:
         change(platform)
+    account = passwd(platform.people[user].username)
     answer = launch(platform, user)
     assert platform.tamper is None and platform.forge is None, "the launch was signed"
     assert (answer.status_code, answer.url) == (status, f"{hub.url}/hub/lti13/oauth_callback"), answer.text[:600]
@@ -194,6 +236,48 @@ def test_a_bad_launch_is_refused_with_a_page_that_says_why(lms, case):
     assert said.startswith(f"{status} : The hub could not log you in") and says in said, said
     print(case, said, sep=": ")
     assert logged_in(hub, answer.session) is None
+    formgrader = answer.session.get(f"{hub.url}/services/{hub.course_id}/formgrader")
+    assert not formgrader.url.startswith(f"{hub.url}/services/"), (formgrader.status_code, formgrader.url)
+    assert passwd(platform.people[user].username) == account, "the account was changed (its home moved?)"
+
+
+def passwd(name: str | None):
+    """The Unix account `name`, or None."""
+    try:
+        return pwd.getpwnam(name or "")
+    except KeyError:
+        return None
+
+
+def test_a_username_in_capitals_is_the_lower_case_account_of_the_first_lms_person_who_used_it(lms):
+    """JaneDoe logs in as janedoe (LMSs match login names in any case; JupyterHub folds them); a second LMS person
+    whose username folds to the same name (another `sub`) is refused, and cannot reach the first one's account."""
+    platform, hub, _ = lms
+    answer = launch(platform, "JaneDoe")
+    assert answer.status_code == 200 and logged_in(hub, answer.session) == "janedoe", answer.url
+    again = launch(platform, "janedoe")
+    assert logged_in(hub, again.session) is None
+    said = page_says(again)
+    assert again.status_code == 403 and "is already the account of another person in the LMS" in said, said
+    print("janedoe, another LMS person", said, sep=": ")
+    assert ClassAccounts(hub).names()["janedoe"]["lms"]["sub"] == "lms-user-61"
+
+
+def test_a_later_launch_that_sends_less_leaves_the_gradebook_as_it_was(lms):
+    """Mary's first launch sends her name and email; a later one (privacy settings changed in the LMS) sends only
+    her new family name: the gradebook takes the new name and keeps what was not sent."""
+    platform, hub, _ = lms
+    gradebook = hub.course_dir / "gradebook.db"
+    assert launch(platform, "lti-mary").status_code == 200
+    assert student_in(gradebook, "lti-mary") == ("lms-user-60", "Mary", "Fairfax", "mary@uni.example")
+    platform.tamper = lambda signed: {**{k: v for k, v in signed.items() if k not in ("given_name", "name", "email")},
+                                      "family_name": "Somerville"}
+    assert launch(platform, "lti-mary").status_code == 200
+    assert "email" not in platform.launched[-1] and "given_name" not in platform.launched[-1]
+    deadline = time.monotonic() + 60
+    while student_in(gradebook, "lti-mary")[2] != "Somerville" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert student_in(gradebook, "lti-mary") == ("lms-user-60", "Mary", "Somerville", "mary@uni.example")
 
 
 def test_a_replayed_launch_is_refused(lms):

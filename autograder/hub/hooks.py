@@ -1,12 +1,18 @@
 """What the hub does as people log in and their servers start.
 
-- `prepare_account`: before a server starts, its person's Unix account and private home (made the first time).
-- `ClassLtiAuthenticator`: jupyterhub-ltiauthenticator's LTI 1.3 login, which also refuses a launch used before (its
-  nonce, even with the cookies that came with it) and a username that cannot be an account, and tells the person what
-  went wrong and what to do, in words, instead of the package's "OAuth state mismatch" or "User missing or null".
+- `prepare_account`: before a server starts, its person's Unix account (one the hub made for the class: see
+  autograder/hub/accounts.py) and private home.
+- `ClassLtiAuthenticator`: jupyterhub-ltiauthenticator's LTI 1.3 login, which also takes only this course's launches
+  (its deployment ids and LMS course ids), refuses a launch used before (its nonce, even with the cookies that came
+  with it), a username that cannot be an account or names an account the hub did not make for the class, and tells
+  the person what went wrong and what to do, in words, instead of the package's "OAuth state mismatch" or "User
+  missing or null". Its deliberate differences from the package are listed in the class's docstring.
 - `login_hook`: after an LTI 1.3 launch, the person's groups from their LTI role (an instructor grades, everyone else
   is a student), and their LMS identity written to nbgrader's gradebook (`Student.lms_user_id`, with their name and
   email), so that `python -m autograder lms push` sends their grade to the person who logged in.
+
+Run as a program (`python -m autograder.hub.hooks STUDENT --lms-user-id=...`), it is the grader's side of that
+write: nbgrader's `db student add`, writing only the fields it is given (`_add_given_student`).
 """
 from __future__ import annotations
 
@@ -24,11 +30,14 @@ from ltiauthenticator.lti13.error import ValidationError
 from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 from ltiauthenticator.lti13.validator import LTI13LaunchValidator
 from tornado.web import HTTPError
+from traitlets import List, Unicode
 
-from autograder.hub.accounts import as_account, check_name, ensure_account
+from autograder.hub.accounts import NAME_RULE, AccountRefused, ClassAccounts, as_account, check_name
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
+DEPLOYMENT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
+CONTEXT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/context"  # the LMS course the launch came from
 # The course roles (LTI 1.3, "context roles") that grade: each principal role with its sub-roles, in the full form
 # (membership#Instructor), the sub-role form (membership/Instructor#TeachingAssistant) and the simple name.
 STAFF_ROLES = ("Instructor", "TeachingAssistant", "ContentDeveloper", "Administrator")
@@ -42,9 +51,10 @@ def _settings() -> HubSettings:
 
 
 def prepare_account(spawner) -> None:
-    """JupyterHub's pre-spawn hook: the account and home of the person whose server starts."""
+    """JupyterHub's pre-spawn hook: the account and home of the person whose server starts, an account the hub made
+    for the class (made now the first time); AccountRefused, which stops the start, for any other."""
     settings = _settings()
-    ensure_account(spawner.user.name, settings.homes / spawner.user.name)
+    ClassAccounts(settings).account(spawner.user.name, settings.homes / spawner.user.name)
 
 
 def teaches(roles: list[str]) -> bool:
@@ -81,9 +91,9 @@ GRADEBOOK_LOCK = asyncio.Lock()  # one nbgrader at a time: a class logging in at
 
 
 async def record_student(settings: HubSettings, name: str, claims: dict) -> None:
-    """`nbgrader db student add` in the course directory, as the grader: the student's LMS user id (the launch's
-    `sub`, the id the LMS's grade service knows), and the name and email the launch sent (a claim it did not send is
-    left out, not blanked). One at a time, and only what this hub has not written already."""
+    """The student in the gradebook, written as the grader in the course directory: their LMS user id (the launch's
+    `sub`, the id the LMS's grade service knows), and the name and email the launch sent; what a launch did not send
+    stays as the gradebook has it. One at a time, and only what this hub has not written already."""
     given = {"--lms-user-id": claims.get("sub"), "--first-name": claims.get("given_name"),
              "--last-name": claims.get("family_name"), "--email": claims.get("email")}
     record = (name, *given.values())
@@ -94,7 +104,7 @@ async def record_student(settings: HubSettings, name: str, claims: dict) -> None
 
 async def _add_student(settings: HubSettings, name: str, given: dict) -> bool:
     from autograder.hub.layout import grader_environment
-    argv = [f"{settings.python}/bin/nbgrader", "db", "student", "add", name,
+    argv = [f"{settings.python}/bin/python", "-m", __name__, name,
             *(f"{flag}={value}" for flag, value in given.items() if value)]
     process = await asyncio.create_subprocess_exec(
         *as_account(settings.grader, argv), cwd=settings.course_dir, env=grader_environment(settings),
@@ -104,6 +114,25 @@ async def _add_student(settings: HubSettings, name: str, given: dict) -> bool:
         log.error("could not record %s (LMS user %s) in the gradebook: %s", name, given["--lms-user-id"],
                   output.decode(errors="replace")[-1000:])
     return process.returncode == 0
+
+
+def _add_given_student() -> None:
+    """`nbgrader db student add` (its arguments, its course directory and settings) writing only the fields given:
+    nbgrader's own writes every field, blanking the name and email that a later launch did not send."""
+    from nbgrader.api import Gradebook
+    from nbgrader.apps.dbapp import DbStudentAddApp
+
+    class AddGivenStudent(DbStudentAddApp):
+        def start(self) -> None:
+            super(DbStudentAddApp, self).start()
+            if len(self.extra_args) != 1:
+                self.fail("No student id provided.")
+            given = {field: getattr(self, field) for field in ("first_name", "last_name", "email", "lms_user_id")
+                     if getattr(self, field) is not None}
+            with Gradebook(self.coursedir.db_url, self.course_id, self.authenticator) as gradebook:
+                gradebook.update_or_create_student(self.extra_args[0], **given)
+
+    AddGivenStudent.launch_instance()
 
 
 def refusal(status: int, message: str, detail: str) -> HTTPError:
@@ -150,7 +179,38 @@ class ClassLtiCallbackHandler(LTI13CallbackHandler):
             raise refusal(400, "This login from your LMS does not belong to this browser's sign-in (the hub's check: "
                           f"{error.log_message}). {AGAIN}", error.log_message)
         self._take_once(id_token, validator.max_age)
+        self._check_course(id_token)
         return id_token
+
+    def _check_course(self, id_token: dict) -> None:
+        """The launch came from this class's course (its LTI context id) through one of the tool's deployments in
+        it: a launch from any other course is refused, whatever the person's role there."""
+        authenticator = self.authenticator
+        deployment = id_token.get(DEPLOYMENT_CLAIM)
+        context = id_token.get(CONTEXT_CLAIM) or {}
+        course = f"{context.get('title')!r}, id {context.get('id')!r}" if context.get("title") else \
+            f"id {context.get('id')!r}"
+        if deployment not in authenticator.deployment_ids:
+            where = f", in the LMS course {course}" if context.get("id") else ""
+            raise refusal(403, f"This login came through an installation of the tool that this hub does not take "
+                          f"logins from (deployment id {deployment!r}{where}). Open the hub "
+                          "from your class's course in the LMS. If that is where you came from, tell your "
+                          f"instructor: the hub's setting lti.deployment_ids must hold {deployment!r}.",
+                          f"deployment_id {deployment!r} is not one of {authenticator.deployment_ids} "
+                          f"(sub {id_token.get('sub')})")
+        if not context.get("id"):
+            raise refusal(403, "This login from your LMS does not say which course it came from, and the hub takes "
+                          "logins from its own class's course only. Open the hub from your class's course in the LMS. "
+                          "If that is where you came from, tell your instructor: the LMS sent no course (LTI's "
+                          "context claim) with the launch.", f"no context in the launch of sub {id_token.get('sub')}")
+        if context["id"] not in authenticator.context_ids:
+            raise refusal(403, f"This login came from a course this hub does not serve (the LMS course {course}): "
+                          "the hub takes logins from its own class's course only, and a role in another course, "
+                          "an instructor's too, counts for nothing here. Open the hub from your class's course in "
+                          "the LMS. If that is where you came from, tell your instructor: the hub's setting "
+                          f"lti.context_ids must hold {context.get('id')!r}.",
+                          f"context {context.get('id')!r} is not one of {authenticator.context_ids} "
+                          f"(sub {id_token.get('sub')}, roles {id_token.get(ROLES_CLAIM)})")
 
     def _take_once(self, id_token: dict, max_age: int) -> None:
         now = time.monotonic()
@@ -187,10 +247,45 @@ class ClassLtiCallbackHandler(LTI13CallbackHandler):
 
 
 class ClassLtiAuthenticator(LTI13Authenticator):
-    """LTI 1.3 login for the class: the package's, with the checks and words above, and a username that is the
-    Unix account (or a refusal that says why it cannot be)."""
+    """LTI 1.3 login for the class: the package's, with the checks and words above, and a username that is an
+    account the hub made for the class (or a refusal that says why it cannot be).
+
+    Where it differs from jupyterhub-ltiauthenticator 1.6.3 on purpose (the package's own tests/lti13, run against
+    these classes, fail on exactly these):
+    - a launch must come from one of `deployment_ids` and from one of `context_ids` (the LMS course): the package
+      takes any deployment's and any course's, so an instructor of another course would be this class's instructor;
+    - a username comes from `username_key` alone: the package falls back to the launch's `sub`, an LMS id that no
+      person and no Unix account is named;
+    - the username is an account name (capitals taken as lower case, as JupyterHub's normalize_username does): the
+      package takes an email address or "jovyan.jupyter" as it comes;
+    - the username names an account the hub made for the class (autograder/hub/accounts.py), tied to the LMS person
+      who first used it;
+    - every refusal is a page in words (`refusal`), not the package's "OAuth state mismatch" (HTTPError messages
+      differ), and a launch's nonce is taken once.
+    """
 
     callback_handler = ClassLtiCallbackHandler
+    deployment_ids = List(Unicode(), config=True, help="the tool's deployment ids whose launches are taken (the "
+                          "lti.deployment_ids setting); none: every launch is refused, its page naming its own")
+    context_ids = List(Unicode(), config=True, help="the LMS courses (LTI context ids) whose launches are taken (the "
+                       "lti.context_ids setting); none: every launch is refused, its page naming its own")
+
+    async def authenticate(self, handler, data: dict | None = None) -> dict:
+        """The package's (the username from the launch), then the person's account: the class's account of that
+        name, made now at their first launch and tied to their LMS id; a refusal page for any other."""
+        authentication = await super().authenticate(handler, data)
+        name, token = authentication["name"], data or {}
+        settings = _settings()
+        try:
+            ClassAccounts(settings).account(name, settings.homes / name,
+                                            lms={"issuer": token.get("iss"), "sub": token.get("sub")})
+        except AccountRefused as refused:
+            raise refusal(403, f"Your LMS gave the username {name!r}, and the hub cannot let you in as {name!r}: it "
+                          f"{refused.reason}. Nothing on the hub was changed. Tell your instructor, who can have the "
+                          f"LMS send you another username (the tool's custom field "
+                          f"{self.username_key.removeprefix('custom_')!r}) or free the name on the hub's machine.",
+                          f"{refused} (sub {token.get('sub')})") from None
+        return authentication
 
     def get_username(self, token: dict) -> str:
         key = self.username_key
@@ -201,13 +296,16 @@ class ClassLtiAuthenticator(LTI13Authenticator):
                           f"Tell your instructor: the LMS's tool needs the custom field "
                           f"{key.removeprefix('custom_')!r} (lti.username_key = {key!r}).",
                           f"no {key} in the launch of sub {token.get('sub')}")
-        name = self.normalize_username(str(sent))
+        name = self.normalize_username(str(sent))  # JaneDoe logs in as janedoe: LMSs match login names in any case
         try:
             check_name(name)
         except ValueError:
-            raise refusal(403, f"Your LMS gave the username {sent!r}, which cannot be an account on this hub: a name "
-                          "here is a lower-case letter or _, then up to 31 lower-case letters, digits, _ or -. Tell "
-                          f"your instructor: the LMS's tool must send a login name in its custom field "
-                          f"{key.removeprefix('custom_')!r} (lti.username_key).",
-                          f"username {sent!r} is not an account name") from None
+            raise refusal(403, f"Your LMS gave the username {sent!r}, which cannot be an account on this hub: "
+                          f"{NAME_RULE} (capitals are taken as lower case). Tell your instructor: the LMS's tool "
+                          f"must send a login name in its custom field {key.removeprefix('custom_')!r} "
+                          "(lti.username_key).", f"username {sent!r} is not an account name") from None
         return name
+
+
+if __name__ == "__main__":
+    _add_given_student()
