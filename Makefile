@@ -91,10 +91,13 @@ clean:
 
 # Everything of one term, the grades included: `make new-term` moves it to archive/<date-time>/, deleting nothing
 # (after `make demo`, before the first real class; at the end of a term); the course's folders in nbgrader's
-# exchange (hand-ins, released assignments and feedback) too, into archive/<date-time>/exchange/.
-TERM_FILES := gradebook.db submitted downloaded autograded feedback reports grading grades.csv
+# exchange (hand-ins, released assignments and feedback) too, into archive/<date-time>/exchange/, and last term's
+# LMS files (rosters, uploads, the columns kept, what was pushed) into archive/<date-time>/lms/, the LTI tool's
+# registration (lms/lti.toml and its key) staying.
+TERM_FILES := gradebook.db extensions.json submitted downloaded autograded feedback reports grading grades.csv
 new-term:
 	@archive=archive/$$(date +%Y-%m-%d-%H%M%S); mkdir -p $$archive; \
 	for part in $(TERM_FILES); do if [ -e $$part ]; then mv $$part $$archive/; fi; done; \
 	$(PY) -m autograder.exchange_archive $$archive && \
+	$(PY) -m autograder.lms.term $$archive && \
 	echo "moved the term's grading ($(TERM_FILES)) to $$archive; nothing was deleted"

@@ -355,14 +355,16 @@ def test_make_clean_keeps_the_grades_and_new_term_deletes_nothing(tmp_path):
     shutil.copy(Path(__file__).parent.parent / "Makefile", tmp_path / "Makefile")
     term_files = ["gradebook.db", "grades.csv", "submitted/alice/03_masking/03_masking.ipynb",
                   "downloaded/03_masking/archive/canvas.zip", "autograded/alice/03_masking/03_masking.ipynb",
-                  "feedback/alice/03_masking/03_masking.html", "reports/class_report.md", "grading/ledger.jsonl"]
+                  "feedback/alice/03_masking/03_masking.html", "reports/class_report.md", "grading/ledger.jsonl",
+                  "extensions.json"]
     for name in term_files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(name)
     subprocess.run(["make", "clean"], cwd=tmp_path, check=True, capture_output=True)
     kept = {name for name in term_files if (tmp_path / name).exists()}
     assert kept == {"gradebook.db", "submitted/alice/03_masking/03_masking.ipynb",
-                    "downloaded/03_masking/archive/canvas.zip"}, "make clean keeps grades and hand-ins, only those"
+                    "downloaded/03_masking/archive/canvas.zip", "extensions.json"}, \
+        "make clean keeps grades, extensions and hand-ins, only those"
 
     for name in term_files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -377,6 +379,13 @@ def test_make_clean_keeps_the_grades_and_new_term_deletes_nothing(tmp_path):
     (course / "inbound").chmod(0o733)  # as nbgrader release_assignment leaves it: every student may submit
     (tmp_path / "nbgrader_config.py").write_text(
         f"c = get_config()\nc.CourseDirectory.course_id = {COURSE!r}\nc.Exchange.root = {str(exchange)!r}\n")
+    # lms/: last term's rosters, uploads, kept columns and pushes go (issue 48); the LTI tool's registration stays
+    last_terms = ["canvas-export.csv", "canvas-upload.csv", "moodle-export.csv", "moodle-upload.csv", "columns.json",
+                  "lti-sent.json"]
+    registered = ["lti.toml", "lti-private-key.pem", "lti-keyset.json"]
+    for name in last_terms + registered:
+        (tmp_path / "lms").mkdir(exist_ok=True)
+        (tmp_path / "lms" / name).write_text(name)
     moved = subprocess.run(["make", "new-term", f"PY={sys.executable}"], cwd=tmp_path, check=True,
                            capture_output=True, text=True)
     assert "nothing was deleted" in moved.stdout
@@ -389,3 +398,7 @@ def test_make_clean_keeps_the_grades_and_new_term_deletes_nothing(tmp_path):
     assert [list((course / folder).iterdir()) for folder in ("inbound", "outbound", "feedback")] == [[], [], []], \
         "the new term's nbgrader collect would bring last term's hand-ins back"
     assert (course / "inbound").stat().st_mode & 0o777 == 0o733, "students can still submit"
+    assert sorted(p.name for p in (tmp_path / "lms").iterdir()) == sorted(registered), moved.stdout
+    for name in last_terms:
+        assert (archives[0] / "lms" / name).read_text() == name, f"{name}: {moved.stdout}"
+    assert "write the new course's lineitems_url and memberships_url into" in moved.stdout, moved.stdout
