@@ -250,18 +250,23 @@ class ClassLtiAuthenticator(LTI13Authenticator):
     """LTI 1.3 login for the class: the package's, with the checks and words above, and a username that is an
     account the hub made for the class (or a refusal that says why it cannot be).
 
-    Where it differs from jupyterhub-ltiauthenticator 1.6.3 on purpose (the package's own tests/lti13, run against
-    these classes, fail on exactly these):
+    Where it differs from jupyterhub-ltiauthenticator 1.6.3 on purpose. The package's own tests/lti13 (51, from its
+    1.6.3 tag; on no PyPI distribution, so they run outside this repository) pass against these classes but for 6,
+    each failing on one of these rules, named after it:
     - a launch must come from one of `deployment_ids` and from one of `context_ids` (the LMS course): the package
       takes any deployment's and any course's, so an instructor of another course would be this class's instructor;
     - a username comes from `username_key` alone: the package falls back to the launch's `sub`, an LMS id that no
-      person and no Unix account is named;
+      person and no Unix account is named (test_authenticator_returned_username_with_sub);
     - the username is an account name (capitals taken as lower case, as JupyterHub's normalize_username does): the
-      package takes an email address or "jovyan.jupyter" as it comes;
+      package takes an email address or "jovyan.jupyter" as it comes (test_authenticator_returned_username_ +
+      with_sub_and_email, with_sub_email_name and from_custom_claim);
     - the username names an account the hub made for the class (autograder/hub/accounts.py), tied to the LMS person
       who first used it;
-    - every refusal is a page in words (`refusal`), not the package's "OAuth state mismatch" (HTTPError messages
-      differ), and a launch's nonce is taken once.
+    - every refusal is a page in words (`refusal`, an HTTPError), not the package's LoginError or "OAuth state
+      mismatch" (test_authenticator_raises_login_error_if_username_key_not_found);
+    - a launch's nonce is taken once, which reads the decoded id_token's claims: the package's test of the callback's
+      order of checks gives it the string "decoded_abc" for a token
+      (test_lti13_callback_handler_decode_and_validate_launch_request_invocation).
     """
 
     callback_handler = ClassLtiCallbackHandler
