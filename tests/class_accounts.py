@@ -14,14 +14,22 @@ from autograder.hub.accounts import ClassAccounts
 from autograder.hub.settings import HubSettings
 
 
-def made_by(hub: HubSettings) -> list[str]:
-    """The accounts `hub` made (read them before its folder is removed)."""
-    return list(ClassAccounts(hub).names())
+def made_by(hub: HubSettings) -> dict[str, int]:
+    """The accounts `hub` made, name -> user id (read them before its folder is removed): only those of the class's
+    range, so that no code under test that wrongly recorded root or daemon gets them removed."""
+    return {name: entry["uid"] for name, entry in ClassAccounts(hub).names().items()
+            if hub.first_uid <= entry["uid"] <= hub.last_uid}
 
 
-def remove_accounts(names: list[str]) -> None:
-    """`userdel` each account (and its group), once nothing runs as it; its files stay."""
-    for name in names:
+def remove_accounts(made: dict[str, int]) -> None:
+    """`userdel` each account (and its group) that still has the user id it was made with, once nothing runs as it;
+    its files stay."""
+    for name, uid in made.items():
+        try:
+            if pwd.getpwnam(name).pw_uid != uid:
+                continue
+        except KeyError:
+            continue
         subprocess.run(["userdel", name], capture_output=True, text=True)
 
 

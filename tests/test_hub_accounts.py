@@ -121,8 +121,11 @@ def test_an_account_of_the_class_remade_by_someone_else_is_refused(hub):
     subprocess.run(["userdel", "acct-carol"], check=True, capture_output=True)
     subprocess.run(["useradd", "--uid", str(made.pw_uid + 500), "--user-group", "acct-carol"], check=True,
                    capture_output=True)
-    refused(accounts, "acct-carol", f"was made by the hub with user id {made.pw_uid}, but an account of that name "
-                                    f"with user id {made.pw_uid + 500} has since taken its place")
+    try:
+        refused(accounts, "acct-carol", f"was made by the hub with user id {made.pw_uid}, but an account of that "
+                                        f"name with user id {made.pw_uid + 500} has since taken its place")
+    finally:
+        subprocess.run(["userdel", "acct-carol"], capture_output=True)
 
 
 def test_an_account_of_the_class_removed_by_mistake_is_made_again_with_its_number(hub):
@@ -142,7 +145,7 @@ def test_settings_that_name_an_account_from_before_the_class_stop_the_start(hub)
         said = str(stopped.value)
         assert "'acct-prior' is an account this machine had before the class" in said, said
         assert "settings' students" in said and "sudo userdel acct-prior" in said, said
-        assert made_by(hub) == [], "nothing was made, the grader's account neither"
+        assert made_by(hub) == {}, "nothing was made, the grader's account neither"
     hub.students = ["acct-ada"]
     prepare_class_accounts(hub)
     assert ClassAccounts(hub).names()[hub.grader]["role"] == GRADER

@@ -25,7 +25,7 @@ from autograder.hub.accounts import ClassAccounts
 from autograder.hub.hooks import CONTEXT_CLAIM, DEPLOYMENT_CLAIM
 from autograder.hub.settings import LtiLogin
 from tests.browser import VIEWPORT, browser  # noqa: F401 (a fixture)
-from tests.class_accounts import machine_account, made_by, remove_accounts
+from tests.class_accounts import machine_account
 from tests.hub import home_of, open_server, running_hub
 from tests.lti_launch import CLIENT_ID, CONTEXT_ID, DEPLOYMENT_ID, INSTRUCTOR, ISSUER, LaunchPlatform, Person, \
     form_of, new_key
@@ -58,7 +58,6 @@ def lms(tmp_path_factory):
     code, said = run("lms", "keys", "--config", str(config))
     assert code == 0, said
     key_set = json.loads((config.parent / "lti-keyset.json").read_text())
-    made = []
     with LaunchPlatform(key_set, dict(PEOPLE)) as platform, machine_account(PRIOR):
         # The LMS is another site than the hub (localhost, the hub 127.0.0.1), as it is in a class: its form's POST
         # to the hub is cross-site, and a browser sends the hub's state cookie with it only where it may.
@@ -69,11 +68,7 @@ def lms(tmp_path_factory):
             platform.register_tool(hub.url)
             platform.people["the-grader"] = Person("lms-user-93", hub.grader)  # an LMS login named as the grader
             fill_in(config, platform)
-            try:
-                yield platform, hub, config
-            finally:
-                made = made_by(hub)
-    remove_accounts(made)
+            yield platform, hub, config
 
 
 def follow_link(platform: LaunchPlatform, session: requests.Session, user: str) -> tuple[str, dict]:
