@@ -6,19 +6,27 @@ Tests skip, saying why, where a hub cannot run: not root, no `useradd`/`unshare`
 it with npm)."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import shutil
 import tempfile
+import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 import requests
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
 
 from autograder.hub import process
+from autograder.hub.cgroups import Tree
 from autograder.hub.cli import free_ports
 from autograder.hub.settings import PROXY, HubSettings
+from tests.class_accounts import made_by, remove_accounts
 
 PASSWORD = "hub-test-password"
 
@@ -55,7 +63,26 @@ def running_hub(tag: str, students: list[str], instructors: list[str], assignmen
     finally:
         if started is not None:
             process.stop(started, hub)
+        made = made_by(hub)  # the next run has a new folder, whose hub uses only accounts it made itself
         shutil.rmtree(folder, ignore_errors=True)
+        remove_accounts(made)
+
+
+def view_of(hub: HubSettings, name: str) -> Path:
+    """The root of `name`'s view of the file system (autograder.hub.spawner), as a test reads it from outside: their
+    server's /proc/<pid>/root. Their home, their /tmp and /run/user are seen only there."""
+    for pid in Tree.load(hub.cgroups_record).student(name).pids():
+        try:
+            if b"jupyterhub-singleuser" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return Path(f"/proc/{pid}/root")
+        except OSError:
+            pass
+    raise AssertionError(f"{name}'s server is not running: their view exists only while it runs")
+
+
+def home_of(hub: HubSettings, name: str) -> Path:
+    """`name`'s home as their server sees it (a file system only their view mounts)."""
+    return view_of(hub, name) / hub.homes.relative_to("/") / name
 
 
 def log_in(hub: HubSettings, name: str, password: str = PASSWORD) -> requests.Session:
@@ -81,3 +108,89 @@ def open_server(hub: HubSettings, session: requests.Session, name: str, timeout:
         time.sleep(1)
     raise AssertionError(f"{name}'s server did not open within {timeout:.0f} s: {answer.status_code} {answer.url}\n"
                          f"{(hub.state / 'jupyterhub.log').read_text()[-3000:]}")
+
+
+# What every probe kernel defines first: each probe answers "read" or the exception's name, never raises.
+PRELUDE = textwrap.dedent('''
+    import glob, json, os, urllib.error, urllib.request
+
+    def probe(action):
+        try:
+            action()
+        except OSError as error:
+            return type(error).__name__
+        return "read"
+
+    def read(path):
+        return probe(lambda: open(path, "rb").read(16))
+
+    def listing(path):
+        return probe(lambda: os.listdir(path))
+
+    def call(url, method="GET", body=None, token=None):
+        """The HTTP status of a request made with this server's own API token (the one its owner has)."""
+        token = token or os.environ["JUPYTERHUB_API_TOKEN"]
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(url, data=data, method=method,
+                                         headers={"Authorization": f"token {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, answer.read().decode(errors="replace")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+''')
+
+
+class Kernel:
+    """A kernel in `name`'s own server, opened through the hub with their logged-in session."""
+
+    def __init__(self, hub, name: str):
+        self.hub, self.name = hub, name
+        self.session = open_server(hub, log_in(hub, name), name)
+        answer = self.session.post(f"{hub.url}/user/{name}/api/kernels", json={"name": "python3"})
+        assert answer.status_code == 201, (answer.status_code, answer.text)
+        self.id = answer.json()["id"]
+        self.run(PRELUDE)
+
+    def shut_down(self) -> None:
+        self.session.delete(f"{self.hub.url}/user/{self.name}/api/kernels/{self.id}")
+
+    def run(self, code: str, timeout: float = 120) -> str:
+        """`code`'s standard output; an AssertionError with the traceback when it raised."""
+        return asyncio.run(asyncio.wait_for(self._execute(code), timeout))
+
+    def answer(self, code: str, timeout: float = 120) -> dict:
+        """The JSON value `code` prints on its last line."""
+        return json.loads(self.run(code, timeout).strip().splitlines()[-1])
+
+    async def _execute(self, code: str) -> str:
+        cookies = "; ".join(f"{c.name}={c.value}" for c in self.session.cookies
+                            if c.path in ("/", f"/user/{self.name}/", "/hub/"))
+        url = f"ws://{self.hub.ip}:{self.hub.port}/user/{self.name}/api/kernels/{self.id}/channels"
+        connection = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookies}))
+        msg_id = uuid.uuid4().hex
+        connection.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": uuid.uuid4().hex,
+                       "username": self.name, "version": "5.3", "date": ""},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": True}}))
+        output, error = [], None
+        try:
+            while True:
+                raw = await connection.read_message()
+                assert raw is not None, f"{self.name}'s kernel closed its channels"
+                message = json.loads(raw)
+                if message.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = message["msg_type"], message["content"]
+                if kind == "stream":
+                    output.append(content["text"])
+                elif kind == "error":
+                    error = "\n".join(content["traceback"])
+                elif kind == "status" and content["execution_state"] == "idle":
+                    break
+        finally:
+            connection.close()
+        assert error is None, f"{self.name}'s kernel raised:\n{error}\n--- and printed:\n{''.join(output)}"
+        return "".join(output)

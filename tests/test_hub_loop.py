@@ -32,7 +32,7 @@ from autograder.hub.layout import grader_environment
 from autograder.paths import ROOT, notebook_path
 from tests.browser import browser  # noqa: F401 (a fixture)
 from tests.browser import VIEWPORT
-from tests.hub import PASSWORD, running_hub
+from tests.hub import PASSWORD, home_of, running_hub
 from tests.test_browser import menu, wait_for_idle_kernel, wait_for_notebook
 
 A, WRONG = "03_masking", "02_attention"
@@ -123,7 +123,7 @@ def assignments_tab(page):
 
 def home(hub, name: str) -> Path:
     """The folder in `name`'s home that Fetch fills (the exchange puts each course under its id)."""
-    return hub.homes / name / hub.course_id / A
+    return home_of(hub, name) / hub.course_id / A
 
 
 def as_grader(hub, *args: str) -> subprocess.CompletedProcess:

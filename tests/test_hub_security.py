@@ -6,115 +6,24 @@ Each check also runs a positive control where one exists (the student reads thei
 the student package), so a denial never passes because the probe itself is broken."""
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import pwd
 import shutil
 import subprocess
 import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
-from tornado.httpclient import HTTPRequest
-from tornado.websocket import websocket_connect
 
 from autograder.hub.accounts import as_account
 from autograder.hub.layout import grader_environment
 from autograder.paths import ROOT
-from tests.hub import log_in, open_server, running_hub
+from tests.hub import Kernel, home_of, log_in, running_hub, view_of
 
 ADA, BOB, TEACHER = "sec-ada", "sec-bob", "sec-teacher"
 ASSIGNMENT = "03_masking"
 DENIED = ("PermissionError", "FileNotFoundError")
-KERNEL_SOCKETS = Path("/run/tfs-kernels")  # each student's runtime folder, /run/tfs-kernels/<uid> (jupyterhub_config.py)
-
-# What every probe kernel defines first: each probe answers "read" or the exception's name, never raises.
-PRELUDE = textwrap.dedent('''
-    import glob, json, os, urllib.error, urllib.request
-
-    def probe(action):
-        try:
-            action()
-        except OSError as error:
-            return type(error).__name__
-        return "read"
-
-    def read(path):
-        return probe(lambda: open(path, "rb").read(16))
-
-    def listing(path):
-        return probe(lambda: os.listdir(path))
-
-    def call(url, method="GET", body=None, token=None):
-        """The HTTP status of a request made with this server's own API token (the one its owner has)."""
-        token = token or os.environ["JUPYTERHUB_API_TOKEN"]
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, method=method,
-                                         headers={"Authorization": f"token {token}"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                return answer.status, answer.read().decode(errors="replace")
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode(errors="replace")
-''')
-
-
-class Kernel:
-    """A kernel in `name`'s own server, opened through the hub with their logged-in session."""
-
-    def __init__(self, hub, name: str):
-        self.hub, self.name = hub, name
-        self.session = open_server(hub, log_in(hub, name), name)
-        answer = self.session.post(f"{hub.url}/user/{name}/api/kernels", json={"name": "python3"})
-        assert answer.status_code == 201, (answer.status_code, answer.text)
-        self.id = answer.json()["id"]
-        self.run(PRELUDE)
-
-    def shut_down(self) -> None:
-        self.session.delete(f"{self.hub.url}/user/{self.name}/api/kernels/{self.id}")
-
-    def run(self, code: str, timeout: float = 120) -> str:
-        """`code`'s standard output; an AssertionError with the traceback when it raised."""
-        return asyncio.run(asyncio.wait_for(self._execute(code), timeout))
-
-    def answer(self, code: str) -> dict:
-        """The JSON value `code` prints on its last line."""
-        return json.loads(self.run(code).strip().splitlines()[-1])
-
-    async def _execute(self, code: str) -> str:
-        cookies = "; ".join(f"{c.name}={c.value}" for c in self.session.cookies
-                            if c.path in ("/", f"/user/{self.name}/", "/hub/"))
-        url = f"ws://{self.hub.ip}:{self.hub.port}/user/{self.name}/api/kernels/{self.id}/channels"
-        connection = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookies}))
-        msg_id = uuid.uuid4().hex
-        connection.write_message(json.dumps({
-            "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": uuid.uuid4().hex,
-                       "username": self.name, "version": "5.3", "date": ""},
-            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
-                        "allow_stdin": False, "stop_on_error": True}}))
-        output, error = [], None
-        try:
-            while True:
-                raw = await connection.read_message()
-                assert raw is not None, f"{self.name}'s kernel closed its channels"
-                message = json.loads(raw)
-                if message.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                kind, content = message["msg_type"], message["content"]
-                if kind == "stream":
-                    output.append(content["text"])
-                elif kind == "error":
-                    error = "\n".join(content["traceback"])
-                elif kind == "status" and content["execution_state"] == "idle":
-                    break
-        finally:
-            connection.close()
-        assert error is None, f"{self.name}'s kernel raised:\n{error}"
-        return "".join(output)
-
 
 @pytest.fixture(scope="module")
 def hub():
@@ -156,12 +65,13 @@ def test_a_student_cannot_read_another_students_home(hub, ada, bob):
             'os.chmod(os.path.expanduser("~/notes.txt"), 0o644)')  # even a file she left readable to all
     bob.run('open(os.path.expanduser("~/notes.txt"), "w").write("bob\'s own notes")')
     home = hub.homes / ADA
-    assert (home / "notes.txt").read_text() == "ada's own notes"
-    sockets = KERNEL_SOCKETS / str(pwd.getpwnam(ADA).pw_uid)  # her kernel's sockets and connection files (its key)
-    assert list(sockets.glob("kernel-*.json")), f"Ada's kernel has no connection file in {sockets}"
-    seen = bob.answer(f'print(json.dumps([read("{home}/notes.txt"), listing("{home}"), listing("{sockets}"), '
-                      f'read(os.path.expanduser("~/notes.txt"))]))')
-    assert seen == ["PermissionError", "PermissionError", "PermissionError", "read"], seen
+    assert (home_of(hub, ADA) / "notes.txt").read_text() == "ada's own notes"
+    # her kernel's sockets and connection file (its key) are in her private /run/user
+    connections = list((view_of(hub, ADA) / "run" / "user").glob("kernel-*.json"))
+    assert connections, "Ada's kernel has no connection file in her /run/user"
+    seen = bob.answer(f'print(json.dumps([read("{home}/notes.txt"), listing("{home}"), '
+                      f'read("/run/user/{connections[0].name}"), read(os.path.expanduser("~/notes.txt"))]))')
+    assert seen[:3] in (["PermissionError"] * 3, ["FileNotFoundError"] * 3) and seen[3] == "read", seen
 
 
 def test_a_student_cannot_read_the_reference_the_sources_or_the_gradebook(hub, bob):

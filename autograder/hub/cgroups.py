@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import signal
 import time
@@ -172,6 +173,22 @@ class Tree:
             self.bases = {controller: root / controller / own.get(controller, "").strip("/") / name
                           for controller in V1_CONTROLLERS}
         self.root = root
+
+    def save(self, record: Path) -> None:
+        """Write where the tree is to `record`: a process inside it (the hub making a student's cgroup) or one started
+        later from another cgroup (the next start, a test) finds it there, not where it would make one of its own."""
+        record.write_text(json.dumps({"version": self.version, "bases": {k: str(v) for k, v in self.bases.items()}}))
+
+    @classmethod
+    def load(cls, record: Path) -> "Tree | None":
+        """The tree `record` names; None when there is no record."""
+        if not record.exists():
+            return None
+        saved = json.loads(record.read_text())
+        tree = cls.__new__(cls)
+        tree.version, tree.root = saved["version"], CGROUP_ROOT
+        tree.bases = {key: Path(value) for key, value in saved["bases"].items()}
+        return tree
 
     @property
     def hub(self) -> Cgroup:

@@ -60,7 +60,7 @@ def start(settings: HubSettings, log: Path | None = None) -> subprocess.Popen:
                   "without cleaning up (a crash, kill -9 or a reboot's half-stop)", flush=True)
         lay_out(settings)
         tree = Tree(settings.folder).make()
-        (settings.state / "cgroups.json").write_text(json.dumps({"bases": {k: str(v) for k, v in tree.bases.items()}}))
+        tree.save(settings.cgroups_record)
         log = log or settings.state / "jupyterhub.log"
         hub_cgroup = tree.hub
         with open(log, "ab") as out:
@@ -90,21 +90,11 @@ def _lock(settings: HubSettings) -> int:
     return descriptor
 
 
-def recorded_tree(settings: HubSettings) -> Tree | None:
-    """The cgroup tree the last hub from this folder recorded, if it still exists."""
-    record = settings.state / "cgroups.json"
-    if not record.exists():
-        return None
-    tree = Tree(settings.folder)
-    tree.bases = {key: Path(value) for key, value in json.loads(record.read_text())["bases"].items()}
-    return tree
-
-
 def end_leftovers(settings: HubSettings) -> int:
     """Kill whatever the last hub from this folder left running (its proxy, services, students' servers and their
     kernels), then remove its cgroups; how many processes were killed. JupyterHub, started next, finds the servers
     it remembers gone and starts each again when its student comes back."""
-    tree = recorded_tree(settings)
+    tree = Tree.load(settings.cgroups_record)
     if tree is None:
         return 0
     killed = tree.everything.kill()

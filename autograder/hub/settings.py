@@ -116,6 +116,11 @@ class HubSettings:
         return self.folder / "state"
 
     @property
+    def cgroups_record(self) -> Path:
+        """Where the hub's cgroup tree is (autograder.hub.cgroups), written at each start."""
+        return self.state / "cgroups.json"
+
+    @property
     def url(self) -> str:
         return f"http://{self.ip}:{self.port}"
 

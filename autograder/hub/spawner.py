@@ -154,7 +154,8 @@ class ClassSpawner(LocalProcessSpawner):
         settings = self._settings()
         account = pwd.getpwnam(self.user.name)
         ensure_home(settings, account)
-        self._cgroup = Tree(settings.folder).student(self.user.name).make()
+        self._cgroup = Tree.load(settings.cgroups_record).student(self.user.name).make()
+        self._cgroup.kill()  # what their last server left running (a background job) starts no second life
         self._cgroup.limit(limits(settings))
         saved = self.cmd
         self.cmd = view_command(settings, account, [*saved])
@@ -162,6 +163,14 @@ class ClassSpawner(LocalProcessSpawner):
             return await super().start()
         finally:
             self.cmd = saved
+
+    async def stop(self, now: bool = False):
+        """Stop the server as JupyterHub does, then whatever the student still had running (a job started in the
+        background, a process that left the server's session): nothing of theirs outlives their server."""
+        try:
+            await super().stop(now=now)
+        finally:
+            Tree.load(self._settings().cgroups_record).student(self.user.name).kill()
 
     def user_env(self, env: dict) -> dict:
         env = super().user_env(env)
