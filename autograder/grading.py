@@ -271,11 +271,16 @@ def _finished(root: Path, ledger: Ledger, jobs: list[Job]) -> set[tuple[str, str
     return done
 
 
-def run_here(root: Path, todo: list[Job], template: Path, jobs: int, limits: Limits) -> Iterator[Job]:
+def run_here(root: Path, todo: list[Job], template: Path, jobs: int, limits: Limits,
+             say=lambda doing: None) -> Iterator[Job]:
     """Autograde `todo` on this machine, `jobs` nbgrader processes at a time, each into a private gradebook copied
-    from `template`; yield each job as it finishes."""
+    from `template`; yield each job as it finishes. `say` is told what it does before the first job can finish
+    (minutes, on a slow machine), and "" once it grades."""
     threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
-    prepare(sorted({job.assignment for job in todo}))  # the reference's side of every hidden test
+    for assignment in sorted({job.assignment for job in todo}):  # the reference's side of every hidden test
+        say(f"the reference's side of {assignment}'s hidden tests")
+        prepare([assignment])
+    say(f"{min(jobs, len(todo))} at a time" if todo else "")
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         running, unread = [], []
         for job in todo:
@@ -406,7 +411,7 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             bar.update()
         gradable = [j for j in todo if not j.reason]
         if client is None:
-            finished = run_here(root, gradable, template, jobs, limits)
+            finished = run_here(root, gradable, template, jobs, limits, say=bar.set_postfix_str)
         else:
             finished = cluster.run_on_cluster(client, root, gradable, template, limits)
         warned = False

@@ -165,7 +165,8 @@ def test_the_progress_bar_draws_every_notebook_as_it_is_graded(tmp_path_factory,
         recorded(*args, **kwargs)
         clock[0] += 0.03
 
-    def slowly(root, todo, template, jobs, limits):
+    def slowly(root, todo, template, jobs, limits, say=lambda doing: None):
+        say("1 at a time")
         for job in todo:
             clock[0] += 60
             job.reason = f"stood in for nbgrader; {grading.TRY_AGAIN}"
