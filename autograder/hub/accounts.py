@@ -28,6 +28,7 @@ LOGIN_DEFS = Path("/etc/login.defs")
 NAME_RULE = "a name is a lower-case letter or _, then up to 31 lower-case letters, digits, _ or -"
 PERSON, GRADER = "person", "grader"  # the roles of the record: someone who logs in, the account that grades
 GRADES = "is the account that grades the class and holds its solutions and gradebook"
+ANOTHER_PERSON = "is already the account of another person in the LMS (another LMS user id)"
 
 
 def check_name(name: str) -> str:
@@ -108,8 +109,8 @@ class ClassAccounts:
             if role == PERSON and name == self.settings.grader:
                 return AccountRefused(name, GRADES)
             if account:
-                return AccountRefused(name, "is an account this machine had before the class: the hub did not make "
-                                            "it, and lets nobody use it")
+                return AccountRefused(name, "is an account this machine had before the class, which the hub did "
+                                            "not make")
             with contextlib.suppress(KeyError):
                 grp.getgrnam(name)
                 return AccountRefused(name, "is the name of a group this machine had before the class")
@@ -123,7 +124,7 @@ class ClassAccounts:
         if account is None and _uid_taken(entry["uid"]):
             return _number_taken(name, entry["uid"])
         if lms and entry.get("lms") and entry["lms"] != lms:
-            return AccountRefused(name, "is already the account of another person in the LMS (another LMS user id)")
+            return AccountRefused(name, ANOTHER_PERSON)
         return None
 
     def _make(self, record: dict, name: str, home: Path, uid: int | None) -> pwd.struct_passwd:

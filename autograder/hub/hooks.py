@@ -32,7 +32,7 @@ from ltiauthenticator.lti13.validator import LTI13LaunchValidator
 from tornado.web import HTTPError
 from traitlets import List, Unicode
 
-from autograder.hub.accounts import NAME_RULE, AccountRefused, ClassAccounts, as_account, check_name
+from autograder.hub.accounts import ANOTHER_PERSON, NAME_RULE, AccountRefused, ClassAccounts, as_account, check_name
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
@@ -285,10 +285,12 @@ class ClassLtiAuthenticator(LTI13Authenticator):
             ClassAccounts(settings).account(name, settings.homes / name,
                                             lms={"issuer": token.get("iss"), "sub": token.get("sub")})
         except AccountRefused as refused:
+            field = f"the tool's custom field {self.username_key.removeprefix('custom_')!r}"
+            settle = f"Tell your instructor that two people in the LMS have this username; one of them needs " \
+                f"another ({field})." if refused.reason == ANOTHER_PERSON else f"Tell your instructor, who can " \
+                f"have the LMS send you another username ({field}) or free the name on the hub's machine."
             raise refusal(403, f"Your LMS gave the username {name!r}, and the hub cannot let you in as {name!r}: it "
-                          f"{refused.reason}. Nothing on the hub was changed. Tell your instructor, who can have the "
-                          f"LMS send you another username (the tool's custom field "
-                          f"{self.username_key.removeprefix('custom_')!r}) or free the name on the hub's machine.",
+                          f"{refused.reason}. Nothing on the hub was changed. {settle}",
                           f"{refused} (sub {token.get('sub')})") from None
         return authentication
 
