@@ -181,6 +181,11 @@ def test_canvas_matches_by_name_with_commas_and_accents(gradebooks, tmp_path):
     assert set(students) == {"5001", "5002", "5003", "5004", "5005"}
     assert students["5002"][A] == "3" and students["5003"][A] == "0"
     assert canvas_reads(upload)["points"][A] == "9", "a new column takes its points from the Points Possible row"
+    roster.write_text(CANVAS_EXPORT.replace("Masking (1201)", f"{A} (1301)"), encoding="utf-8", newline="")
+    code, said = export(tmp_path, gradebooks["graded"], "canvas", A, "--roster", str(roster), "-o", str(upload),
+                        "--match", "name", "--allow-unmatched")
+    assert code == 0 and f"{A} -> {A} (1301) (the assignment an earlier upload made for it)" in said, said
+    assert canvas_reads(upload)["assignments"] == [f"{A} (1301)"], "found by its id from now on"
 
 
 def test_pending_written_answers_are_refused_or_left_blank_keeping_a_score_canvas_holds(gradebooks, tmp_path):

@@ -329,8 +329,8 @@ def test_the_students_fetch_their_feedback(term):
         found = list((term.students[who].home / MASKING / "feedback").glob(f"*/{MASKING}.html"))
         assert len(found) == 1, f"{who} fetched no feedback"
         pages[who] = found[0].read_text()
-    assert f"{MASKING} (Score: 10.0 / 12.0)" in pages["alice"]
-    assert "Late submission penalty (Score: -10.0)" in pages["bob"]
+    assert f"{MASKING} (Score: 10 / 12)" in pages["alice"], "a score as every output writes it (issue 48)"
+    assert "Late submission penalty (Score: -10)" in pages["bob"]
 
 
 def test_the_class_report_counts_a_missing_hand_in_as_missing(term):
