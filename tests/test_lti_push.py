@@ -241,6 +241,8 @@ def test_pages_named_in_mixed_case_are_followed_as_written(tool):
     assert "Read back: the LMS holds all 4 score(s) as sent." in said
     followed = {r["path"] for r in platform.requests if r["path"].startswith(MIXED_CASE)}
     assert followed == {f"{MIXED_CASE}/memberships", f"{MIXED_CASE}/lineItems", f"{MIXED_CASE}/lineItems/4/results"}
+    code, said = run(*push, "--dry-run")
+    assert code == 0 and "03_masking -> the LMS's line item '03_masking' (tag '03_masking', out of 9)" in said, said
     code, said = run(*push)
     assert code == 0 and "sent 0 score(s); 4 unchanged" in said, "the line item on page 2 is found, not made again"
 

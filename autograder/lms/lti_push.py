@@ -125,6 +125,9 @@ def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = Fals
         item_id = item.get_id() if item else ""
         if item is None:
             outcome.lines.append(f"would create the line item {assignment!r} (tag {assignment!r}, out of {top:g})")
+        else:  # the notebook's column in the LMS, as the dry run shows it before the first push
+            outcome.lines.append(f"{assignment} -> the LMS's line item {item.get_label() or assignment!r} (tag "
+                                 f"{assignment!r}, out of {float(item.get_score_maximum() or top):g})")
         sent_now: dict[str, int] = {}  # LMS user id -> the index of its "sent" line
         names = {user_id: student for student, user_id in users.items()}
         for student, user_id in sorted(users.items()):
