@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import textwrap
@@ -95,12 +96,19 @@ def log_in(hub: HubSettings, name: str, password: str = PASSWORD) -> requests.Se
     return session
 
 
+# What the hub's "server not running" page runs when implicit_spawn_seconds is set (jupyterhub_config.py).
+IMPLICIT_SPAWN = re.compile(r'var spawn_url = "([^"]+)";\s*var implicit_spawn_seconds = \d')
+
+
 def open_server(hub: HubSettings, session: requests.Session, name: str, timeout: float = 120) -> requests.Session:
     """Start `name`'s server (when it is not running) and follow the hub's OAuth into it: the session can then use
     the server's API, with the X-XSRFToken header set."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         answer = session.get(f"{hub.url}/user/{name}/lab")
+        spawn = IMPLICIT_SPAWN.search(answer.text) if answer.status_code == 424 else None
+        if spawn:  # "your server is not running": the page's script goes on to spawn it by itself, as here
+            answer = session.get(f"{hub.url}{spawn.group(1)}")
         if answer.status_code == 200 and answer.url.startswith(f"{hub.url}/user/{name}/"):
             session.headers["X-XSRFToken"] = session.cookies.get("_xsrf", path=f"/user/{name}/") or \
                 session.cookies.get("_xsrf") or ""
@@ -144,9 +152,9 @@ PRELUDE = textwrap.dedent('''
 class Kernel:
     """A kernel in `name`'s own server, opened through the hub with their logged-in session."""
 
-    def __init__(self, hub, name: str):
+    def __init__(self, hub, name: str, session: requests.Session | None = None):
         self.hub, self.name = hub, name
-        self.session = open_server(hub, log_in(hub, name), name)
+        self.session = open_server(hub, session or log_in(hub, name), name)
         answer = self.session.post(f"{hub.url}/user/{name}/api/kernels", json={"name": "python3"})
         assert answer.status_code == 201, (answer.status_code, answer.text)
         self.id = answer.json()["id"]

@@ -20,7 +20,7 @@ from autograder.hub.cli import DEMO_INSTRUCTORS, DEMO_STUDENTS, free_ports
 from autograder.hub.settings import HubSettings
 from autograder.paths import ROOT
 from course.about import NOTEBOOKS
-from tests.hub import log_in, open_server, why_no_hub
+from tests.hub import log_in, open_server, view_of, why_no_hub
 
 
 class Demo:
@@ -104,7 +104,7 @@ def test_the_instructor_opens_formgrader_and_a_student_is_refused(demo):
 
 def test_a_students_kernel_talks_to_their_server_over_their_own_sockets(demo):
     """Kernels on loopback ports raced each other when a class started them at once ("Address already in use",
-    bench/hub_capacity.py): a student's kernel uses Unix sockets, in a folder only they can open."""
+    bench/hub_capacity.py): a student's kernel uses Unix sockets, in /run/user of their own view, theirs alone."""
     import json
     import pwd
     import stat
@@ -116,9 +116,9 @@ def test_a_students_kernel_talks_to_their_server_over_their_own_sockets(demo):
         restarted = session.post(f"{api}/{kernel}/restart", timeout=180)  # answers once the kernel replied
         assert restarted.status_code == 200, (restarted.status_code, restarted.text[:500])
         account = pwd.getpwnam(student)
-        folder = Path("/run/tfs-kernels") / str(account.pw_uid)
+        folder = view_of(demo.settings, student) / "run" / "user"
         connection = json.loads((folder / f"kernel-{kernel}.json").read_text())
-        assert connection["transport"] == "ipc" and connection["ip"].startswith(f"{folder}/"), connection
+        assert connection["transport"] == "ipc" and connection["ip"].startswith("/run/user/"), connection
         mode = folder.stat()
         assert (mode.st_uid, stat.S_IMODE(mode.st_mode) & 0o077) == (account.pw_uid, 0), oct(mode.st_mode)
     finally:
@@ -138,22 +138,30 @@ def test_ctrl_c_stops_the_hub_and_everything_it_started(demo):
     assert not _processes_under(demo.folder), _processes_under(demo.folder)
 
 
-def test_stopping_a_hub_stops_what_outlived_it_in_its_namespace():
-    """A student's server runs in a session of its own: if the hub dies first (or is killed when it does not stop in
-    time), nothing else stops the server. `process.stop` kills what is left in the hub's mount namespace."""
+def test_stopping_a_hub_stops_what_outlived_it_in_its_cgroups(tmp_path):
+    """A student's server runs in a session of its own, and a student's job can leave their server's too: if the hub
+    dies first (or is killed when it does not stop in time), nothing else stops them. `process.stop` kills what is
+    left in the hub's cgroup tree, wherever in it, and removes the tree."""
     if why_no_hub():
         pytest.skip(why_no_hub())
     from autograder.hub import process
-    hub = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                            "setsid sleep 300 & exec sleep 300"], start_new_session=True)
+    from autograder.hub.cgroups import Tree
+    settings = HubSettings(root=str(tmp_path))
+    settings.state.mkdir()
+    tree = Tree(settings.folder).make()
+    tree.save(settings.cgroups_record)
+    student = tree.student("stand-in").make()
+    hub = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: tree.hub.add(0), start_new_session=True)
+    server = subprocess.Popen(["sh", "-c", "setsid sleep 300 & exec sleep 300"],
+                              preexec_fn=lambda: student.add(0), start_new_session=True)
     deadline = time.monotonic() + 20
-    while not psutil.Process(hub.pid).children():
-        assert time.monotonic() < deadline, "the server stand-in did not start"
+    while len(tree.everything.pids()) < 3:
+        assert time.monotonic() < deadline, f"the stand-ins did not start: {tree.everything.pids()}"
         time.sleep(0.1)
-    server = psutil.Process(hub.pid).children()[0]
-    process.stop(hub, timeout=10)
-    try:
-        server.wait(5)
-    except psutil.TimeoutExpired:
-        server.kill()
-        raise AssertionError("a process of the hub's namespace was left running after the hub stopped")
+    left = tree.everything.pids()
+    os.kill(hub.pid, signal.SIGKILL)  # the hub is gone first, as after kill -9
+    hub.wait()
+    process.stop(hub, settings, timeout=10)
+    server.wait(5)
+    assert not [pid for pid in left if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"], left
+    assert not any(folder.exists() for folder in tree.everything.folders), "the hub's cgroups were left behind"

@@ -34,6 +34,9 @@ c.JupyterHub.db_url = f"sqlite:///{settings.state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(settings.state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(settings.state / "jupyterhub.pid")
 c.JupyterHub.cleanup_servers = True
+# A student whose server is not running (stopped by the culler, or by a restart of the hub) is taken to a new one by
+# the page itself, without a "Launch server" button to find first.
+c.JupyterHub.implicit_spawn_seconds = 1
 
 # Each person's server: their own account, home, limits and view of the machine (autograder.hub.spawner), the
 # course's environment and the student package.
