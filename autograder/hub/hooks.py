@@ -144,9 +144,10 @@ def refusal(status: int, message: str, detail: str) -> HTTPError:
 
 class ClassLtiCallbackHandler(LTI13CallbackHandler):
     """The launch's last step (the LMS posts the signed id_token here): the package's checks in its order, each
-    refusal said in words, and a nonce accepted once. The package keeps the nonce only in the browser's cookie, so
-    the same form posted again with the same cookies (a launch copied from a shared computer or a proxy's log) would
-    log the person in again; the hub remembers each nonce until its token is too old to be taken anyway."""
+    refusal said in words, a nonce accepted once, and a launch taken only from this class's course. The package keeps
+    the nonce only in the browser's cookie, so the same form posted again with the same cookies (a launch copied from a
+    shared computer or a proxy's log) would log the person in again; the hub remembers each nonce until its token is
+    too old to be taken anyway."""
 
     used: dict[str, float] = {}  # nonce -> when it may be forgotten (monotonic)
     lock = threading.Lock()
