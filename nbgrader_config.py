@@ -4,6 +4,7 @@ import os
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
+from autograder.execute_timeouts import EXECUTE_TIMEOUTS
 from autograder.feedback import CourseScore, ShortenHiddenTestTracebacks
 from autograder.feedback_page import FeedbackPage
 
@@ -15,9 +16,9 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 
 # The kernel, named explicitly: the `python3` kernel of the environment that runs nbgrader.
 c.Execute.kernel_name = "python3"
-# PyTorch: the first import and the first CPU kernels take seconds; a training cell longer still.
-c.Execute.timeout = 300
-c.Execute.startup_timeout = 120
+# How long to wait on it, in grading and Validate alike, on a loaded machine too (autograder/execute_timeouts.py).
+for name, seconds in EXECUTE_TIMEOUTS.items():
+    setattr(c.Execute, name, seconds)
 c.Execute.interrupt_on_timeout = True
 
 # nbgrader gives 0 points to a test cell with anything on stderr: under nbgrader every notebook's set-up cell has the
