@@ -491,8 +491,9 @@ def test_a_moodle_total_or_percentage_is_never_a_target(gradebooks, tmp_path):
     roster.write_text(MOODLE_CATEGORIES.replace("(Real)", "(Percentage)"), encoding="utf-8")
     code, said = export(tmp_path, gradebooks["graded"], *args)
     assert code != 0 and not upload.exists(), said
-    assert f"This export gives Assignment: 03 Masking (Percentage) not in points, which Moodle's import does not " \
-        "read: export the grades again with the grade export display type Real." in said, said
+    assert "Not written: this Moodle export gives its grade items only as Assignment: 03 Masking (Percentage), not " \
+        "in points, and Moodle's import reads only points: export the grades again with the grade export display " \
+        "type Real (Export format options), and run this again." in said, said
     assert "a new Moodle column" not in said
 
 

@@ -85,6 +85,11 @@ def _write_export(args) -> None:
                      roster.target(a, wanted.get(a), kept.get(args.lms, a), maxima.get(a)))
                  for a in args.assignments}
         questions = {a: q for a, q in found.items() if isinstance(q, Question)}
+        if questions and args.lms == "moodle" and roster.not_in_points() and not roster.items():
+            raise SystemExit("Not written: this Moodle export gives its grade items only as "
+                             + "; ".join(roster.not_in_points()) + ", not in points, and Moodle's import reads "
+                             "only points: export the grades again with the grade export display type Real (Export "
+                             "format options), and run this again.")
         if questions:
             columns = list(roster.assignments()) if args.lms == "canvas" else roster.items()
             extra = ""
