@@ -202,3 +202,56 @@ class Kernel:
             connection.close()
         assert error is None, f"{self.name}'s kernel raised:\n{error}\n--- and printed:\n{''.join(output)}"
         return "".join(output)
+
+
+class Terminal:
+    """A terminal of formgrader's server, the one *File > New > Terminal* opens at /services/<course>/lab: its shell
+    as the grader account, started by the hub's start-up file (etc/grader/bashrc). Driven over the terminal's
+    websocket, as the page's terminal is, with the instructor's own cookies."""
+
+    PROMPT = re.compile(r"\S+:\S+\$ $")  # the grader's prompt, `tfs-grader:/srv/class-hub/grader/course$ `
+
+    def __init__(self, hub: HubSettings, cookies: dict[str, str]):
+        """The terminal the instructor's page opened last (a new one when none is open)."""
+        self.base = f"{hub.url}/services/{hub.course_id}"
+        self.cookies = "; ".join(f"{name}={value}" for name, value in cookies.items())
+        headers = {"Cookie": self.cookies, "X-XSRFToken": cookies.get("_xsrf", "")}
+        open_ones = requests.get(f"{self.base}/api/terminals", headers=headers).json()
+        if not open_ones:
+            answer = requests.post(f"{self.base}/api/terminals", headers=headers)
+            assert answer.status_code == 200, (answer.status_code, answer.text[:500])
+            open_ones = [answer.json()]
+        self.name = open_ones[-1]["name"]
+        self.ws = self.base.replace("http://", "ws://") + f"/terminals/websocket/{self.name}"
+
+    def run(self, command: str, timeout: float = 900) -> str:
+        """Type `command` and Enter; what the terminal shows until its prompt is back (colours taken out). Plain
+        blocking websocket: a browser test's own event loop is running in this thread."""
+        import websocket  # websocket-client, which jupyter_server needs too
+
+        deadline = time.monotonic() + timeout
+        connection = websocket.create_connection(self.ws, header=[f"Cookie: {self.cookies}"], timeout=timeout)
+        try:
+            connection.send(json.dumps(["set_size", 50, 250]))  # wide: no command is wrapped
+            shown = ""
+            while not self.PROMPT.search(_plain(shown)):  # a shell ready for the command
+                shown += self._read(connection, deadline)
+            connection.send(json.dumps(["stdin", command + "\r"]))
+            shown = ""
+            while command not in _plain(shown) or not self.PROMPT.search(_plain(shown)):
+                shown += self._read(connection, deadline)
+        finally:
+            connection.close()
+        return _plain(shown)
+
+    @staticmethod
+    def _read(connection, deadline: float) -> str:
+        assert time.monotonic() < deadline, "the terminal's command did not end in time"
+        kind, *content = json.loads(connection.recv())
+        return content[0] if kind == "stdout" else ""
+
+
+def _plain(text: str) -> str:
+    """Terminal output without its colour and cursor codes, with plain line ends."""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", text).replace("\r\n", "\n").replace("\r", "")
+

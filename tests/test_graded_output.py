@@ -147,8 +147,6 @@ def test_validate_still_fails_a_wrong_notebook_that_writes_to_stderr(tmp_path):
         f"stdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-3000:]}"
 
 
-@pytest.mark.xfail(strict=True, reason="autograder/hub/layout.py does not write them into the students' nbgrader "
-                                       "config yet (issue 47, item 9)")
 def test_a_students_validate_waits_on_the_kernel_as_long_as_grading(tmp_path):
     """Validate on the hub and the grade wait as long for a kernel's start, a cell, and a cell's last output; nbgrader's
     own limits (4 s for that output) fail Validate on a loaded machine (autograder/execute_timeouts.py)."""

@@ -20,6 +20,7 @@ from autograder.hub.cli import DEMO_INSTRUCTORS, DEMO_STUDENTS, free_ports
 from autograder.hub.settings import HubSettings
 from autograder.paths import ROOT
 from course.about import NOTEBOOKS
+from tests.class_accounts import made_by, remove_accounts
 from tests.hub import log_in, open_server, view_of, why_no_hub
 
 
@@ -76,7 +77,9 @@ def demo():
                 process.wait(90)
             except subprocess.TimeoutExpired:
                 process.kill()
+        made = made_by(HubSettings.load(folder / "settings.json")) if (folder / "settings.json").exists() else []
         shutil.rmtree(folder, ignore_errors=True)
+        remove_accounts(made)  # the demo's names are free for the next run, whose hub makes them again
 
 
 def test_it_prints_where_to_log_in_and_the_accounts(demo):

@@ -209,25 +209,6 @@ def prepare_class_accounts(settings: HubSettings) -> None:
     accounts.account(settings.grader, settings.course_dir.parent, role=GRADER)
 
 
-def ensure_account(name: str, home: Path, mode: int = 0o700) -> pwd.struct_passwd:
-    """(Until layout.py calls `prepare_class_accounts`: the grader's account, made by `lay_out` before the hub
-    starts.) The Unix account `name` with its home `home` (made, owned by it and private, when missing)."""
-    check_name(name)
-    try:
-        account = pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--home-dir", str(home), "--shell", "/bin/bash", "--user-group",
-                        name], check=True, capture_output=True, text=True)
-        account = pwd.getpwnam(name)
-    if account.pw_dir != str(home):
-        subprocess.run(["usermod", "--home", str(home), name], check=True, capture_output=True, text=True)
-        account = pwd.getpwnam(name)
-    home.mkdir(parents=True, exist_ok=True)
-    shutil.chown(home, account.pw_uid, account.pw_gid)
-    home.chmod(mode)
-    return account
-
-
 def as_account(name: str, argv: list[str]) -> list[str]:
     """`argv` run as the account `name`, with its own group and no other (run as root)."""
     return ["setpriv", f"--reuid={name}", f"--regid={name}", "--clear-groups", "--", *argv]

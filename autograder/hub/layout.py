@@ -20,7 +20,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from autograder.hub.accounts import as_account, ensure_account, own_tree
+from autograder.hub.accounts import as_account, own_tree, prepare_class_accounts
+from autograder.execute_timeouts import config_lines
 from autograder.hub.private_view import private_view, shown_paths
 from autograder.hub.settings import HubSettings
 from autograder.paths import ROOT, copy_course
@@ -42,7 +43,7 @@ def lay_out(settings: HubSettings) -> None:
     _student_software(settings)
     write_jupyter_settings(settings)
     fresh = not settings.course_dir.exists()
-    ensure_account(settings.grader, settings.course_dir.parent)
+    prepare_class_accounts(settings)  # the names the settings give are the class's or free; the grader's made
     if fresh:
         copy_course(settings.course_dir)
     else:
@@ -92,7 +93,9 @@ def _nbgrader_config(settings: HubSettings, *lines: str) -> str:
     return "\n".join(["c = get_config()  # noqa: F821 (written by python -m autograder hub)",
                       f"c.Exchange.root = {str(settings.exchange)!r}",
                       # Each course's assignments and feedback under <home>/<course id>/: one hub, many courses.
-                      "c.Exchange.path_includes_course = True", *lines, ""])
+                      "c.Exchange.path_includes_course = True",
+                      # Validate waits on a kernel as long as grading does, also on a busy hub
+                      *config_lines(), *lines, ""])
 
 
 def write_jupyter_settings(settings: HubSettings) -> None:
@@ -125,7 +128,8 @@ def write_jupyter_settings(settings: HubSettings) -> None:
         "terminado_settings": {"shell_command": _terminal(grader / "bashrc")}}})
     (grader / "bashrc").write_text(_bashrc(settings, grading=True))
     _write_json(grader / "labconfig" / "page_config.json", {"disabledExtensions": {
-        "@jupyter/nbgrader:assignment-list": True, "@jupyter/nbgrader:course-list": True}})
+        "@jupyter/nbgrader:assignment-list": True, "@jupyter/nbgrader:course-list": True,
+        "@jupyterlab/apputils-extension:announcements": True}})
     for path in [settings.folder / "etc", *(settings.folder / "etc").rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
@@ -143,7 +147,7 @@ def _bashrc(settings: HubSettings, grading: bool = False) -> str:
              '[ -f ~/.bashrc ] && . ~/.bashrc',
              f'export PATH="{settings.python}/bin:$PATH"']
     if grading:
-        lines += [f"cd {shlex.quote(str(settings.course_dir))}",
+        lines += [f"cd {shlex.quote(str(settings.course_dir))}", r"PS1='\u:\w\$ '",
                   "echo 'The course directory. After Collect in formgrader, grade and send the feedback back with:'",
                   "echo '  python -m autograder grade 03_masking        (an assignment, or several)'",
                   "echo '  python -m autograder release-feedback 03_masking'"]
