@@ -107,7 +107,13 @@ def deploying_values(identities: Path) -> dict:
     """config.yaml's values with the identities folder at `identities` (the test's, not /srv)."""
     chart_values = copy.deepcopy(values())
     chart_values["custom"]["identities"] = str(identities)
+    chart_values["custom"].update(deploymentIds=["1:course-tfs"], contextIds=["tfs-2026"])
     return chart_values
+
+
+# A launch's claims that name the course deploying_values() serves.
+THIS_COURSE = {"https://purl.imsglobal.org/spec/lti/claim/deployment_id": "1:course-tfs",
+               "https://purl.imsglobal.org/spec/lti/claim/context": {"id": "tfs-2026"}}
 
 
 # The YAML files themselves.
@@ -198,6 +204,30 @@ def test_the_chart_tells_staff_from_students_as_the_local_hook_does(roles):
     assert namespace["teaches"](roles) == hooks.teaches(roles), roles
 
 
+def test_the_chart_takes_only_this_courses_launches(tmp_path):
+    """As on one machine (autograder/hub/hooks.py): a launch through another deployment of the tool, or from another
+    LMS course (an instructor there too), is refused with a page that names the id it carried."""
+    from tornado.web import HTTPError
+    identities = tmp_path / "identities"
+    identities.mkdir()
+    _, namespace = run_extra_config(deploying_values(identities))
+    deployment, context = "https://purl.imsglobal.org/spec/lti/claim/deployment_id", \
+        "https://purl.imsglobal.org/spec/lti/claim/context"
+
+    def launch(deployment_id, context_id):
+        claims = {ROLES_CLAIM: [f"{MEMBERSHIP}#Instructor"], "sub": "lms-9", deployment: deployment_id,
+                  context: {"id": context_id, "title": "a course"}}
+        return asyncio.run(namespace["login_hook"](None, None, {"name": "deploy-prof", "auth_state": claims}))
+
+    assert launch("1:course-tfs", "tfs-2026")["groups"] == [f"formgrade-{COURSE_ID}"]
+    for deployment_id, context_id, named in (("1:course-tfs", "basket-weaving", "basket-weaving"),
+                                             ("2:elsewhere", "tfs-2026", "2:elsewhere"), ("1:course-tfs", None, "None")):
+        with pytest.raises(HTTPError) as refused:
+            launch(deployment_id, context_id)
+        assert refused.value.status_code == 403 and named in refused.value.jupyterhub_message, refused.value
+    assert values()["custom"]["deploymentIds"] == values()["custom"]["contextIds"] == ["CHANGE-ME"]
+
+
 def test_a_students_login_reaches_the_gradebook_through_the_identities(tmp_path):
     """The login hook's group and the student's LMS identity; `nbgrader db student import` (the guide's command in
     the grader's pod) puts it in the gradebook, where `lms push` finds the person who logged in."""
@@ -207,11 +237,13 @@ def test_a_students_login_reaches_the_gradebook_through_the_identities(tmp_path)
     assert config.Authenticator.post_auth_hook is namespace["login_hook"]
     student = {"name": "deploy-ada", "auth_state": {ROLES_CLAIM: [f"{MEMBERSHIP}#Learner"], "sub": "lms-7f3a",
                                                     "given_name": "Ada", "family_name": "Lovelace",
-                                                    "email": "ada@example.edu"}}
-    teacher = {"name": "deploy-teacher", "auth_state": {ROLES_CLAIM: [f"{MEMBERSHIP}#Instructor"], "sub": "lms-1"}}
+                                                    "email": "ada@example.edu", **THIS_COURSE}}
+    teacher = {"name": "deploy-teacher", "auth_state": {ROLES_CLAIM: [f"{MEMBERSHIP}#Instructor"], "sub": "lms-1",
+                                                        **THIS_COURSE}}
     assert asyncio.run(namespace["login_hook"](None, None, student))["groups"] == [f"nbgrader-{COURSE_ID}"]
     assert asyncio.run(namespace["login_hook"](None, None, teacher))["groups"] == [f"formgrade-{COURSE_ID}"]
-    again = {"name": "deploy-ada", "auth_state": {ROLES_CLAIM: [f"{MEMBERSHIP}#Learner"], "sub": "lms-7f3a"}}
+    again = {"name": "deploy-ada", "auth_state": {ROLES_CLAIM: [f"{MEMBERSHIP}#Learner"], "sub": "lms-7f3a",
+                                                  **THIS_COURSE}}
     asyncio.run(namespace["login_hook"](None, None, again))  # a later launch without the name claims keeps them
     with open(identities / "students.csv", newline="") as table:
         rows = list(csv.DictReader(table))
