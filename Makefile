@@ -98,6 +98,6 @@ TERM_FILES := gradebook.db extensions.json submitted downloaded autograded feedb
 new-term:
 	@archive=archive/$$(date +%Y-%m-%d-%H%M%S); mkdir -p $$archive; \
 	for part in $(TERM_FILES); do if [ -e $$part ]; then mv $$part $$archive/; fi; done; \
-	$(PY) -m autograder.exchange_archive $$archive && \
+	$(PY) -m autograder.handins.exchange_archive $$archive && \
 	$(PY) -m autograder.lms.term $$archive && \
 	echo "moved the term's grading ($(TERM_FILES)) to $$archive; nothing was deleted"

@@ -10,19 +10,19 @@ from autograder.lms.commands import add_parser as add_lms_parser
 
 
 def _reference(args) -> None:
-    from autograder.build_reference import write_references
+    from autograder.authoring.build_reference import write_references
     for path in write_references():
         print(f"wrote {path}")
 
 
 def _fixtures(args) -> None:
-    from autograder.fixtures import write_fixtures
+    from autograder.authoring.fixtures import write_fixtures
     for path in write_fixtures():
         print(f"wrote {path}")
 
 
 def _release(args) -> None:
-    from autograder.release import release
+    from autograder.authoring.release import release
     for path in release(assignments=_known(args.assignments)):
         print(f"released {path}")
 
@@ -41,9 +41,10 @@ def _demo(args) -> None:
 
 
 def _grade(args) -> None:
-    from autograder.grading import NOTEBOOK_TIME_LIMIT, Limits, grade, misplaced, stray_folders, students_in
+    from autograder.grading.engine import grade, misplaced, stray_folders, students_in
+    from autograder.grading.job import NOTEBOOK_TIME_LIMIT, Limits
     from autograder.paths import ROOT
-    from autograder.report import needs_a_look, read_term, score_table
+    from autograder.results.report import needs_a_look, read_term, score_table
     from course.about import NOTEBOOKS
     assignments = _known(args.assignments) or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
     if not (ROOT / "gradebook.db").exists():
@@ -87,7 +88,7 @@ def run_summary(outcomes, unplaced: int) -> str:
 
 
 def _extend(args) -> None:
-    from autograder.extension import grant_extension
+    from autograder.results.extension import grant_extension
     from autograder.paths import ROOT
     if not (ROOT / "gradebook.db").exists():
         raise SystemExit(f"There is no gradebook at {ROOT / 'gradebook.db'}: release and grade the assignment first.")
@@ -96,7 +97,7 @@ def _extend(args) -> None:
 
 def _release_feedback(args) -> None:
     from autograder.paths import ROOT
-    from autograder.release_feedback import release_feedback
+    from autograder.results.release_feedback import release_feedback
     for assignment in _known(args.assignments):
         released, by_hand, failed = release_feedback(ROOT, assignment)
         print(f"{assignment}: released through the exchange for {len(released)} students"
@@ -130,7 +131,7 @@ def _similarity(args) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("reference", help="regenerate autograder/reference/ from the source notebooks' solutions"
+    commands.add_parser("reference", help="regenerate autograder/authoring/reference/ from the source notebooks' solutions"
                         ).set_defaults(run=_reference)
     commands.add_parser("fixtures", help="regenerate course/fixtures/ from the reference and the known mistakes"
                         ).set_defaults(run=_fixtures)

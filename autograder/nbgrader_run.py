@@ -11,14 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.paths import ROOT
-
-GUARD_SITE = Path(__file__).parent / "guard" / "site"  # its sitecustomize installs the guard in kernels
+from autograder.paths import GUARD_SITE, ROOT
 
 
 def environment(threads: int | None = None, guard: dict | None = None) -> dict[str, str]:
     """This environment for nbgrader's processes; with `threads`, the kernels' math libraries use that many;
-    with `guard` (see autograder.guard.policy), every kernel starts under that policy."""
+    with `guard` (see autograder.grading.guard.policy), every kernel starts under that policy (GUARD_SITE)."""
     env = dict(os.environ)
     if threads is not None:
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
@@ -36,7 +34,7 @@ def nbgrader(*args: str, root: Path = ROOT, check: bool = True, quiet: bool = Fa
              threads: int | None = None) -> subprocess.CompletedProcess:
     """`nbgrader <args> --CourseDirectory.root=<root>`, run from `root` so it reads its nbgrader_config.py.
     `threads` caps the math threads of its kernels. (Grading a class runs nbgrader differently: see
-    autograder.autograde_process.)"""
+    autograder.grading.autograde_process.)"""
     command = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
     pipe = subprocess.PIPE if quiet else None
     result = subprocess.run(command, cwd=root, env=environment(threads), text=True, stdout=pipe, stderr=pipe)

@@ -12,7 +12,10 @@ AUTOGRADED = ROOT / "autograded"
 FEEDBACK = ROOT / "feedback"
 GRADEBOOK = ROOT / "gradebook.db"
 REPORTS = ROOT / "reports"
-REFERENCE = ROOT / "autograder" / "reference"
+PACKAGE = ROOT / "autograder"
+REFERENCE = PACKAGE / "authoring" / "reference"  # the hidden reference solutions (autograder.authoring.reference)
+HIDDEN = PACKAGE / "authoring" / "hidden"  # the hidden tests' helpers (autograder.authoring.hidden)
+GUARD_SITE = PACKAGE / "grading" / "guard" / "site"  # its sitecustomize installs the guard in a cold kernel
 FIXTURES = ROOT / "course" / "fixtures"
 
 

@@ -25,8 +25,8 @@ import torch
 from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from autograder.reference import attention_block  # noqa: E402
-from autograder.reference import transformer as ref  # noqa: E402
+from autograder.authoring.reference import attention_block  # noqa: E402
+from autograder.authoring.reference import transformer as ref  # noqa: E402
 
 CONFIGS = {
     "Shakespeare defaults (V 30,607, T 127, batch 16)": dict(vocab_size=30607, seq_len=127, batch=16, d_model=128,

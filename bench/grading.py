@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
 from autograder.demo.submissions import STUDENTS, write_submission  # noqa: E402
-from autograder.grading import GRADING_DIR, grade  # noqa: E402
+from autograder.grading.engine import GRADING_DIR, grade  # noqa: E402
 from autograder.nbgrader_run import nbgrader  # noqa: E402
 from autograder.paths import copy_course, notebook_path  # noqa: E402
-from autograder.release import release  # noqa: E402
+from autograder.authoring.release import release  # noqa: E402
 from course.about import NOTEBOOKS  # noqa: E402
 
 def hand_in(root: Path, students: int, assignments: list[str]) -> list[str]:

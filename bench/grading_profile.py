@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from autograder import autograde_process  # noqa: E402
-from autograder.gradebook_merge import snapshot, worker_gradebook  # noqa: E402
-from autograder.grading import FAST_KERNEL_END, Job, autograde_argv, guard_policy  # noqa: E402
+from autograder.grading.engine import autograde_process  # noqa: E402
+from autograder.grading.gradebook_merge import snapshot, worker_gradebook  # noqa: E402
+from autograder.grading.job import FAST_KERNEL_END, Job, autograde_argv, guard_policy  # noqa: E402
 from autograder.nbgrader_run import environment, nbgrader  # noqa: E402
 from autograder.paths import copy_course, notebook_path  # noqa: E402
-from autograder.release import release  # noqa: E402
-from autograder.verify import prepare, verify  # noqa: E402
+from autograder.authoring.release import release  # noqa: E402
+from autograder.grading.verify import prepare, verify  # noqa: E402
 from bench import profiled_job  # noqa: E402
 from bench.grading import hand_in  # noqa: E402
 from course.about import NOTEBOOKS  # noqa: E402

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 
-from autograder import autograde_process
+from autograder.grading import autograde_process
 
 
 def _category(cell: dict) -> str:
@@ -55,7 +55,7 @@ def run(argv, root, env, log_path, memory_mb, marks_path, warm=True):
     timed("async_execute_cell", "cell_begin", "cell_end")
     timed("_async_cleanup_kernel", "shutdown_begin", "shutdown_end")
     if not warm:
-        from autograder import warm_kernel
+        from autograder.grading import warm_kernel
 
         warm_kernel.fork_waiting_kernel = lambda: None
     autograde_process._run(argv, root, env, log_path, memory_mb)

@@ -25,7 +25,7 @@ import torch
 from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from autograder.reference import reversal as ref  # noqa: E402
+from autograder.authoring.reference import reversal as ref  # noqa: E402
 
 CONFIG = dict(vocab_size=10, d_model=32, n_heads=4, d_ff=64, n_layers=2)
 SETTINGS = {"cpu": dict(batch=64, lr=5e-3), "cuda": dict(batch=1024, lr=1e-2)}  # notebook 06's, per device

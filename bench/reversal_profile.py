@@ -31,7 +31,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from autograder.reference import reversal as ref  # noqa: E402
+from autograder.authoring.reference import reversal as ref  # noqa: E402
 from reversal import CONFIG, HALF, SETTINGS  # noqa: E402  (bench/reversal.py: the notebook's configuration)
 
 PHASES = ["batch (reversal_batch)", "to the device", "forward", "loss", "zero_grad", "backward", "Adam step",

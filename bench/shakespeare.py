@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from autograder.reference import shakespeare as ref  # noqa: E402
+from autograder.authoring.reference import shakespeare as ref  # noqa: E402
 from course.baselines import bigram_loss, unigram_loss  # noqa: E402
 from course.shakespeare import load_shakespeare  # noqa: E402
 from course.training import train_language_model  # noqa: E402

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from course.about import NOTEBOOKS
-from course.notebook_setup import in_colab, under_grading
+from course.runtime import in_colab, under_grading
 
 KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _loaded: dict[Path, types.ModuleType] = {}
@@ -76,7 +76,7 @@ def from_earlier(assignment: str, *names: str, search=SEARCH):
 def _reference(assignment: str):
     """The instructor's reference module, where the grading machine has it; None elsewhere."""
     try:
-        return importlib.import_module(f"autograder.reference.{NOTEBOOKS[assignment]}")
+        return importlib.import_module(f"autograder.authoring.reference.{NOTEBOOKS[assignment]}")
     except ImportError:
         return None
 

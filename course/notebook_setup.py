@@ -2,24 +2,15 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import torch
 
 from course.about import NOTEBOOKS, builds_on
 from course.device import pick_device
 from course.graded_output import show_stderr_as_stdout
+from course.runtime import in_colab, under_grading  # notebooks 06 and 07 import under_grading from here
 
 _assignment_set_up: str | None = None  # the notebook whose set-up cell ran in this kernel, for use_drive()
-
-
-def in_colab() -> bool:
-    return "google.colab" in sys.modules
-
-
-def under_grading() -> bool:
-    """True while nbgrader executes the notebook (it sets NBGRADER_EXECUTION)."""
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
 def device_report(device: torch.device) -> str:
@@ -38,7 +29,6 @@ def carryover_report(assignment: str) -> str | None:
     needed = builds_on(assignment)
     if not needed:
         return None
-    # carryover imports this module
     from course.carryover import USE_DRIVE, describe_drive_copy, drive_mounted, in_drive, locate
 
     found = {name: locate(name) for name in needed}

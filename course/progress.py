@@ -29,7 +29,7 @@ from pathlib import Path
 
 from course.about import NOTEBOOKS
 from course.carryover import SEARCH, load_definitions, locate
-from course.notebook_setup import under_grading
+from course.runtime import under_grading
 
 PASSED, FAILED, NOT_WRITTEN, MISSING, NOT_CHECKED = (
     "passed", "failed", "not written yet", "notebook missing", "not checked")

@@ -7,7 +7,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
-from course.notebook_setup import under_grading
+from course.runtime import under_grading
 
 
 def positional_encoding_explorer(positional_encoding, max_len: int = 200, d_model: int = 64):

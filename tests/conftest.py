@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from fnmatch import fnmatch
@@ -52,6 +53,15 @@ def _rank(stem: str, ranks: dict[str, int]) -> int:
 def pytest_collection_modifyitems(config, items):
     rank = {name: place for place, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: _rank(item.path.stem, rank))  # a stable sort: the rest keep their order
+
+
+def copy_class(class_root: Path, target: Path, *leave_out: str) -> Path:
+    """A copy of a course directory in which a class was graded, without the folders `leave_out` at its top (its
+    `grading/` ledger, say; never the package of that name, autograder/grading/)."""
+    top = {str(class_root.resolve()), str(class_root)}
+    shutil.copytree(class_root, target, ignore=lambda folder, names: [n for n in names if n in leave_out]
+                    if str(folder) in top else [])
+    return target
 
 
 def run_autograder(root: Path, *args: str) -> subprocess.CompletedProcess:

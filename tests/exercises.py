@@ -11,7 +11,7 @@ def visible_check(exercise: str):
 
 
 def hidden_test(module: str, exercise: str):
-    return getattr(importlib.import_module(f"autograder.hidden.{module}"), f"test_{snake_case(exercise)}")
+    return getattr(importlib.import_module(f"autograder.authoring.hidden.{module}"), f"test_{snake_case(exercise)}")
 
 
 def module_of(exercise: str) -> str:

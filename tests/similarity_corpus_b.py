@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.paths import RELEASE, notebook_path
-from autograder.preflight import nbgrader_metadata
+from autograder.handins.preflight import nbgrader_metadata
 from autograder.similarity.collect import solution_code
 from course.about import NOTEBOOKS
 

@@ -11,11 +11,11 @@ import psutil
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.grading import GRADING_DIR
+from autograder.grading.engine import GRADING_DIR
 from autograder.nbgrader_run import nbgrader
-from autograder.verify import OUTPUT_LIMIT
+from autograder.grading.verify import OUTPUT_LIMIT
 from tests import adversarial
-from tests.conftest import run_autograder
+from tests.conftest import copy_class, run_autograder
 
 CELL_SECONDS, NOTEBOOK_SECONDS = 15, 30  # low limits so the endless attacks end quickly
 
@@ -33,7 +33,7 @@ class Graded(NamedTuple):
 def attacked(demo_class, tmp_path_factory):
     demo_root, _ = demo_class
     root = tmp_path_factory.mktemp("adversarial") / "course"
-    shutil.copytree(demo_root, root, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", GRADING_DIR))
+    copy_class(demo_root, root, "submitted", "autograded", "feedback", GRADING_DIR)
     students = adversarial.hand_in(root)
     started = time.monotonic()
     result = run_autograder(root, "grade", adversarial.ASSIGNMENT, "--jobs", "2", "--cell-timeout", str(CELL_SECONDS),
@@ -185,10 +185,10 @@ def test_a_rebinding_the_scan_cannot_see_is_stopped_by_the_graders_own_verdict(a
 
 
 def test_every_visible_check_has_a_hidden_test_to_confirm_it():
-    """A check's point needs the grader's verdict on the hidden test of its exercise (autograder.verify): every
+    """A check's point needs the grader's verdict on the hidden test of its exercise (autograder.grading.verify): every
     `check_X` cell of every notebook has its `hidden_X` cell, judged by a hidden test the grader holds."""
     from autograder.paths import ROOT, notebook_path
-    from autograder.verify import hidden_tests
+    from autograder.grading.verify import hidden_tests
     from course.about import NOTEBOOKS
 
     for assignment in NOTEBOOKS:

@@ -136,7 +136,7 @@ def test_reversal_profile_accounts_for_every_phase_of_the_step(monkeypatch, caps
 
     import torch
 
-    from autograder.reference import reversal as ref
+    from autograder.authoring.reference import reversal as ref
 
     bench = _bench("reversal_profile")
     batch_before = ref.reversal_batch

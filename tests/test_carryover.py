@@ -75,7 +75,7 @@ def test_a_notebook_uploaded_beside_this_one_is_found(next_door):
 
 def test_under_grading_the_reference_stands_in(next_door, monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    assert from_earlier("03_masking", "masked_attention").__module__ == "autograder.reference.masking"
+    assert from_earlier("03_masking", "masked_attention").__module__ == "autograder.authoring.reference.masking"
 
 
 @pytest.mark.parametrize("grading", [False, True], ids=["working", "graded"])

@@ -3,8 +3,8 @@ import warnings
 
 import pytest
 
-from autograder.hidden import positional_encoding as hidden_01
-from autograder.reference.positional_encoding import positional_encoding
+from autograder.authoring.hidden import positional_encoding as hidden_01
+from autograder.authoring.reference.positional_encoding import positional_encoding
 from course.checks import check_attention, check_positional_encoding, written_positional_encoding
 from course.checks.report import CheckFailed, NotWrittenYet
 

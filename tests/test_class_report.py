@@ -10,7 +10,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
 
-from autograder.report import score_histogram, write_report
+from autograder.results.report import score_histogram, write_report
 
 # Assignment -> its graded code cells and their points (02_attention is handed in by nobody in these classes).
 CELLS = {

@@ -18,11 +18,11 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import STUDENTS, write_submission
-from autograder.grading import GRADING_DIR
-from autograder.ledger import Ledger
+from autograder.grading.engine import GRADING_DIR
+from autograder.grading.ledger import Ledger
 from autograder.paths import notebook_path
 from tests import adversarial
-from tests.conftest import copy_course, run_autograder
+from tests.conftest import copy_class, copy_course, run_autograder
 
 GRADED = ["01_positional_encoding", "02_attention", "03_masking"]  # the demo class's quick notebooks
 LOST = "the cluster could not grade it"  # the reason of a task Dask gave up on
@@ -106,7 +106,7 @@ def _cells(root: Path, assignments: list[str], students) -> dict:
 
 def _regrade_copy(demo_root: Path, target: Path, assignments: list[str]) -> Path:
     """A copy of the demo class with the submissions of `assignments` taken out of its gradebook, to grade again."""
-    shutil.copytree(demo_root, target, ignore=shutil.ignore_patterns("autograded", "feedback", GRADING_DIR))
+    copy_class(demo_root, target, "autograded", "feedback", GRADING_DIR)
     with Gradebook(f"sqlite:///{target / 'gradebook.db'}") as gb:
         for assignment in assignments:
             for student in STUDENTS:
@@ -191,8 +191,8 @@ def test_what_a_worker_is_sent_of_a_hand_in(tmp_path, monkeypatch):
     """Every file beside the notebook and below it, by path within the folder; a file over the size cap stays here
     with a note that names it; a link (noted by the grader for both paths: tests/test_handin_links.py) is not sent,
     nor is anything below a linked folder."""
-    from autograder import cluster
-    from autograder.grading import Job
+    from autograder.grading import cluster
+    from autograder.grading.job import Job
 
     handed_in = notebook_path(tmp_path / "submitted" / "ann", GRADED[0])
     (handed_in.parent / "data").mkdir(parents=True)
@@ -229,7 +229,7 @@ def test_the_adversarial_class_gains_nothing_through_a_worker(cluster, demo_clas
     """The same scores and reasons as tests/test_adversarial.py holds the local run to."""
     demo_root, _ = demo_class
     root = tmp_path / "course"
-    shutil.copytree(demo_root, root, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", GRADING_DIR))
+    copy_class(demo_root, root, "submitted", "autograded", "feedback", GRADING_DIR)
     students = [s for s in adversarial.hand_in(root) if s in adversarial.HONEST or s in ATTACKS]
     for folder in (root / "submitted").iterdir():
         if folder.name not in students:
@@ -256,7 +256,7 @@ def test_the_adversarial_class_gains_nothing_through_a_worker(cluster, demo_clas
 def test_a_scheduler_nobody_runs_fails_at_once_and_says_what_to_do(demo_class, tmp_path):
     demo_root, _ = demo_class
     root = tmp_path / "course"
-    shutil.copytree(demo_root, root, ignore=shutil.ignore_patterns("autograded", "feedback", GRADING_DIR))
+    copy_class(demo_root, root, "autograded", "feedback", GRADING_DIR)
     started = time.monotonic()
     result = run_autograder(root, "grade", "--scheduler", "tcp://127.0.0.1:9")
     assert result.returncode != 0

@@ -10,10 +10,10 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.hidden import attention_block as hidden_04
-from autograder.hidden import transformer as hidden_05
-from autograder.reference.attention_block import TransformerBlock
-from autograder.reference.transformer import DecoderBlock
+from autograder.authoring.hidden import attention_block as hidden_04
+from autograder.authoring.hidden import transformer as hidden_05
+from autograder.authoring.reference.attention_block import TransformerBlock
+from autograder.authoring.reference.transformer import DecoderBlock
 from course.checks import check_decoder_block, check_transformer_block
 
 

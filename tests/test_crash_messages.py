@@ -13,8 +13,8 @@ import nbformat
 import pytest
 import torch
 
-from autograder.hidden.observe import HiddenTestFailed
-from autograder.reference import attention_block as reference_block
+from autograder.authoring.hidden.observe import HiddenTestFailed
+from autograder.authoring.reference import attention_block as reference_block
 from course.checks.crash import describe_call, describe_crash, describe_crash_in_check, describe_value
 from course.checks.report import CheckFailed
 from tests.exercises import hidden_test, visible_check

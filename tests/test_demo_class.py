@@ -5,8 +5,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import STUDENTS
-from autograder.mistakes import for_exercise
-from autograder.scores import PENDING, PENDING_NOTE
+from autograder.authoring.mistakes import for_exercise
+from autograder.results.scores import PENDING, PENDING_NOTE
 from course.about import NOTEBOOKS
 
 # Graded cells the partial student fails: a known mistake in four exercises, one left unanswered.
@@ -77,7 +77,7 @@ def test_feedback_shows_no_hidden_test_source(demo_class):
     assert pages
     for page in pages:
         text = page.read_text()
-        assert "BEGIN HIDDEN TESTS" not in text and "autograder.hidden" not in text, page
+        assert "BEGIN HIDDEN TESTS" not in text and "autograder.authoring.hidden" not in text, page
     partial = (root / "feedback" / "demo_partial" / "02_attention" / "02_attention.html").read_text()
     assert "HiddenTestFailed" in partial, "a failed hidden test should still say what went wrong"
 

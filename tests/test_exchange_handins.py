@@ -1,4 +1,4 @@
-"""Hand-ins through nbgrader's exchange, as the grade, the feedback and its release read them (autograder.handin): a
+"""Hand-ins through nbgrader's exchange, as the grade, the feedback and its release read them (autograder.handins.handin): a
 copy of the demo class (tests/conftest.py) whose students hand in with the real `nbgrader submit` and are collected
 with the real `nbgrader collect --update`.
 

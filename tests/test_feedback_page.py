@@ -16,7 +16,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from autograder.demo.submissions import answered, solution_sources
-from autograder.feedback_page import WRAPPING_CSS
+from autograder.results.feedback_page import WRAPPING_CSS
 from autograder.nbgrader_run import nbgrader
 from autograder.paths import copy_course, notebook_path
 from tests.browser import ARTIFACTS, CHROMIUM_ARGS, chromium

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from autograder.build_reference import write_references
+from autograder.authoring.build_reference import write_references
 from autograder.paths import FIXTURES, REFERENCE
 from course.about import NOTEBOOKS
 
@@ -15,7 +15,7 @@ def test_reference_modules_are_generated_from_the_current_source(tmp_path):
     write_references(out_dir=tmp_path)
     for module in NOTEBOOKS.values():
         fresh, committed = (tmp_path / f"{module}.py").read_text(), (REFERENCE / f"{module}.py").read_text()
-        assert fresh == committed, f"autograder/reference/{module}.py is stale: run `python -m autograder reference`"
+        assert fresh == committed, f"autograder/authoring/reference/{module}.py is stale: run `python -m autograder reference`"
 
 
 # Regenerating on another CPU (Intel or AMD, another vector width) may round floats differently in the last bits:
@@ -64,7 +64,7 @@ def test_float_comparison_is_tight_but_not_bit_exact():
 
 @pytest.mark.every_cpu
 def test_fixtures_are_generated_from_the_current_reference_and_mistakes():
-    fixtures = importlib.import_module("autograder.fixtures")
+    fixtures = importlib.import_module("autograder.authoring.fixtures")
     for module in NOTEBOOKS.values():
         torch.manual_seed(0)
         fresh = fixtures.build(module)
@@ -74,7 +74,7 @@ def test_fixtures_are_generated_from_the_current_reference_and_mistakes():
 
 def test_every_known_mistake_leaves_a_fingerprint():
     """A mistake without a stored output could never be named by the feedback."""
-    from autograder.mistakes import REGISTRY, for_exercise
+    from autograder.authoring.mistakes import REGISTRY, for_exercise
     for_exercise("attention")  # loads every mistake module
     for module in NOTEBOOKS.values():
         stored = torch.load(FIXTURES / f"{module}.pt", weights_only=True)

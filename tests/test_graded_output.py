@@ -1,6 +1,6 @@
 """What a student's code writes to stderr never decides a grade (course/graded_output.py), and nbgrader's own
 Validate agrees with the grade, with the settings a student's Validate has on the class hub, which wait on the kernel
-as long as grading does (autograder/execute_timeouts.py: on a loaded machine too).
+as long as grading does (autograder/grading/execute_timeouts.py: on a loaded machine too).
 
 nbgrader scores a graded cell with any stderr output as failed, in `autograde` and `validate` alike. Under nbgrader
 the set-up cell has the kernel show stderr as stdout: every kind of stderr output is still shown, an error still
@@ -20,7 +20,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.execute_timeouts import EXECUTE_TIMEOUTS
+from autograder.grading.execute_timeouts import EXECUTE_TIMEOUTS
 from autograder.hub.layout import write_jupyter_settings
 from autograder.hub.settings import HubSettings
 from autograder.nbgrader_run import environment
@@ -149,6 +149,6 @@ def test_validate_still_fails_a_wrong_notebook_that_writes_to_stderr(tmp_path):
 
 def test_a_students_validate_waits_on_the_kernel_as_long_as_grading(tmp_path):
     """Validate on the hub and the grade wait as long for a kernel's start, a cell, and a cell's last output; nbgrader's
-    own limits (4 s for that output) fail Validate on a loaded machine (autograder/execute_timeouts.py)."""
+    own limits (4 s for that output) fail Validate on a loaded machine (autograder/grading/execute_timeouts.py)."""
     assert _execute_settings(ROOT / "nbgrader_config.py") == EXECUTE_TIMEOUTS
     assert _execute_settings(_students_settings(tmp_path) / "nbgrader_config.py") == EXECUTE_TIMEOUTS

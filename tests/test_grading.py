@@ -12,10 +12,11 @@ import time
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import STUDENTS
-from autograder.grading import GRADING_DIR, TRY_AGAIN, _why_nbgrader_failed
-from autograder.ledger import Ledger
+from autograder.grading.engine import GRADING_DIR
+from autograder.grading.job import TRY_AGAIN, _why_nbgrader_failed
+from autograder.grading.ledger import Ledger
 from course.about import NOTEBOOKS
-from tests.conftest import copy_course, run_autograder
+from tests.conftest import copy_class, copy_course, run_autograder
 
 RESUMED = ["01_positional_encoding", "02_attention"]
 
@@ -51,7 +52,7 @@ def test_parallel_grading_leaves_a_sound_gradebook(demo_class):
 def test_a_killed_run_resumes_and_ends_with_the_same_gradebook(demo_class, tmp_path):
     demo_root, _ = demo_class
     root = tmp_path / "course"
-    shutil.copytree(demo_root, root, ignore=shutil.ignore_patterns("autograded", "feedback", GRADING_DIR))
+    copy_class(demo_root, root, "autograded", "feedback", GRADING_DIR)
     expected = _scores(demo_root, RESUMED)
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for assignment in RESUMED:
@@ -125,7 +126,7 @@ def test_a_grade_the_grader_failed_to_make_is_tried_again(demo_class, tmp_path):
 
 KERNEL_LOG = """[AutogradeApp | INFO] Autograding /course/autograded/alice/01/01.ipynb
 Traceback (most recent call last):
-  File "/course/autograder/warm_kernel.py", line 128, in _become_kernel
+  File "/course/autograder/grading/warm_kernel.py", line 128, in _become_kernel
 ValueError: Key backend: 'module://matplotlib_inline.backend_inline' is not a valid value for backend
 [AutogradeApp | ERROR] Error occurred while starting new kernel client for kernel 7: Kernel died before replying to kernel_info
 RuntimeError: Kernel died before replying to kernel_info

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.guard.policy import allowed, policy_for
+from autograder.grading.guard.policy import allowed, policy_for
 
 PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
 
@@ -16,7 +16,7 @@ PROBE = textwrap.dedent("""
     import json, os, socket, subprocess, sys
     from pathlib import Path
     from IPython.core.interactiveshell import InteractiveShell
-    from autograder.guard.policy import install
+    from autograder.grading.guard.policy import install
     policy, course = json.loads(sys.argv[1]), Path(sys.argv[2])
     install(policy)
     InteractiveShell.instance()  # a shell exists: cells may run from now on, so the guard is on
@@ -25,7 +25,7 @@ PROBE = textwrap.dedent("""
     def source_of_the_earlier_reference():
         import inspect
         try:
-            return inspect.getsource(sys.modules["autograder.reference.attention"])
+            return inspect.getsource(sys.modules["autograder.authoring.reference.attention"])
         except OSError as refused:  # inspect says "could not get source code" when the guard refused the file
             raise PermissionError(refused) from None
     attempts = {
@@ -34,9 +34,9 @@ PROBE = textwrap.dedent("""
         "read another student's work": lambda: open(course / "submitted" / "bob" / "nb.ipynb").read(),
         "list the submissions": lambda: os.listdir(course / "submitted"),
         "write into another student's folder": lambda: open(course / "autograded" / "bob" / "x", "w"),
-        "import this notebook's reference": lambda: __import__("autograder.reference.positional_encoding"),
-        "import the hidden tests": lambda: __import__("autograder.hidden.positional_encoding"),
-        "use the preloaded earlier reference": lambda: sys.modules["autograder.reference.attention"].attention,
+        "import this notebook's reference": lambda: __import__("autograder.authoring.reference.positional_encoding"),
+        "import the hidden tests": lambda: __import__("autograder.authoring.hidden.positional_encoding"),
+        "use the preloaded earlier reference": lambda: sys.modules["autograder.authoring.reference.attention"].attention,
         "read the earlier reference's source": source_of_the_earlier_reference,
         "open a socket to the internet": lambda: socket.create_connection(("192.0.2.1", 80), timeout=1),
         "resolve a host name": lambda: socket.getaddrinfo("pypi.org", 443),
@@ -73,7 +73,7 @@ def verdicts(tmp_path_factory):
     records = course / "grading" / "jobs" / "records"
     records.mkdir(parents=True)
     policy = policy_for(course.resolve(), PACKAGE, "01_positional_encoding", "alice", records.resolve(),
-                        ["autograder.reference.attention"])
+                        ["autograder.authoring.reference.attention"])
     tmp = tmp_path_factory.mktemp("scratch")
     result = subprocess.run([sys.executable, "-c", PROBE, json.dumps(policy), str(course.resolve())],
                             capture_output=True, text=True, timeout=300, cwd=PACKAGE.parent,
@@ -108,11 +108,11 @@ def test_every_blocked_attempt_is_logged_for_the_report(verdicts):
 
 @pytest.mark.parametrize("path, verdict", [
     ("/course/submitted/bob/x", False), ("/course/submitted/alice/x", True), ("/course/submittedX", True),
-    ("/course/autograder/hidden/a.py", True), ("/course/autograder/reference/a.py", False), ("/elsewhere", True),
+    ("/course/autograder/authoring/hidden/a.py", True), ("/course/autograder/authoring/reference/a.py", False), ("/elsewhere", True),
 ])
 def test_the_longest_matching_prefix_decides(path, verdict):
     rules = [["/course/submitted", False], ["/course/submitted/alice", True], ["/course/autograder", False],
-             ["/course/autograder/hidden", True]]
+             ["/course/autograder/authoring/hidden", True]]
     assert allowed(path, rules) is verdict
 
 
@@ -128,7 +128,7 @@ def test_a_module_beside_the_notebook_never_stands_in_for_an_installed_one(tmp_p
     records.mkdir()
     policy = policy_for(tmp_path.resolve(), PACKAGE, "02_attention", "alice", records.resolve(), [])
     probe = ("import json, sys; sys.path.remove('')\n"  # as a kernel starts: its folder joins sys.path later
-             "from autograder.guard.policy import install; install(json.loads(sys.argv[1]))\n"
+             "from autograder.grading.guard.policy import install; install(json.loads(sys.argv[1]))\n"
              "sys.path.insert(0, '')\n"
              "import course, matplotlib, torch, difflib, helper\n"
              "modules = (course, matplotlib, torch, difflib, helper)\n"

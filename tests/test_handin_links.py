@@ -22,10 +22,10 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import write_submission
-from autograder.grading import GRADING_DIR
-from autograder.ledger import Ledger
+from autograder.grading.engine import GRADING_DIR
+from autograder.grading.ledger import Ledger
 from autograder.nbgrader_run import nbgrader
-from autograder.paths import notebook_path
+from autograder.paths import REFERENCE, ROOT, notebook_path
 from tests.conftest import copy_course, run_autograder
 from tests.test_cluster import cluster  # noqa: F401 (the module's Dask scheduler and workers)
 
@@ -67,14 +67,14 @@ CLASS = {
     # the student's own module, beside modules named like the course's, the grader's, torch's...
     "shadows": ("git", FROM_HELPER, {}, 3, "torch.py has the name of a module the course or the grader uses (torch)"),
     # a module beside the notebook that is a link to the reference
-    "ref_relative": ("git", FROM_HELPER, {"helper.py": "../../../autograder/reference/attention.py"}, 0,
-                     "helper.py is a link (to ../../../autograder/reference/attention.py)"),
-    "ref_absolute": ("tar", FROM_HELPER, {"helper.py": "{root}/autograder/reference/attention.py"}, 0,
-                     "helper.py is a link (to {root}/autograder/reference/attention.py)"),
-    "ref_chain": ("zip", FROM_HELPER, {"helper.py": "hop.py", "hop.py": "../../../autograder/reference/attention.py"},
+    "ref_relative": ("git", FROM_HELPER, {"helper.py": "../../../autograder/authoring/reference/attention.py"}, 0,
+                     "helper.py is a link (to ../../../autograder/authoring/reference/attention.py)"),
+    "ref_absolute": ("tar", FROM_HELPER, {"helper.py": "{root}/autograder/authoring/reference/attention.py"}, 0,
+                     "helper.py is a link (to {root}/autograder/authoring/reference/attention.py)"),
+    "ref_chain": ("zip", FROM_HELPER, {"helper.py": "hop.py", "hop.py": "../../../autograder/authoring/reference/attention.py"},
                   0, "helper.py is a link (to hop.py)"),
-    "ref_folder": ("cp -a", FROM_HELPER_PACKAGE, {"helper": "../../../autograder/reference"}, 0,
-                   "helper is a link (to ../../../autograder/reference)"),
+    "ref_folder": ("cp -a", FROM_HELPER_PACKAGE, {"helper": "../../../autograder/authoring/reference"}, 0,
+                   "helper is a link (to ../../../autograder/authoring/reference)"),
     "dangling": ("tar", FROM_HELPER, {"helper.py": "../../nobody/attention.py"}, 0,
                  "helper.py is a link (to ../../nobody/attention.py)"),
     # a file outside the course (a shared drive), solved correctly
@@ -245,7 +245,7 @@ def test_nothing_a_link_pointed_at_reaches_a_graded_kernel(graded):
             for name in links:
                 if name not in (".", "..", NOTEBOOK):
                     assert not (root / folder / student / ASSIGNMENT / name).exists(), (folder, student, name)
-    reference = (root / "autograder" / "reference" / "attention.py").read_bytes()
+    reference = (root / REFERENCE.relative_to(ROOT) / "attention.py").read_bytes()
     for path in (root / "autograded").rglob("*.py"):
         assert path.read_bytes() != reference, path
 
@@ -264,8 +264,9 @@ def test_nothing_beside_the_notebook_stands_in_for_the_courses_code(graded):
 def test_a_hand_in_that_cannot_be_read_stops_no_other(tmp_path, monkeypatch):
     """A hand-in whose files fail to stage (changed or unreadable since preflight) gets a reason of its own; the
     next job is graded as usual."""
-    from autograder import grading
-    from autograder.grading import Job, Limits, run_here
+    from autograder.grading import engine as grading
+    from autograder.grading.engine import run_here
+    from autograder.grading.job import Job, Limits
 
     for student in ("ann", "bob"):
         handed_in = notebook_path(tmp_path / "submitted" / student, ASSIGNMENT)

@@ -14,10 +14,8 @@ The hub here is small on purpose (1 GiB a student, 160 processes, 1 core, a 64 M
 limit is reached in seconds."""
 from __future__ import annotations
 
-import json
 import shutil
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -33,7 +31,7 @@ OTHER_CHECKOUT = Path("/srv/tfs-lim-other-checkout")  # a copy of the course els
 
 @pytest.fixture(scope="module")
 def hub():
-    secret = OTHER_CHECKOUT / "autograder" / "reference" / "masking.py"
+    secret = OTHER_CHECKOUT / "autograder" / "authoring" / "reference" / "masking.py"
     secret.parent.mkdir(parents=True, exist_ok=True)
     secret.write_text("SOLUTION = 'an instructor's working copy'\n")
     for path in [OTHER_CHECKOUT, *OTHER_CHECKOUT.rglob("*")]:
@@ -142,7 +140,7 @@ def test_each_student_has_the_same_cpu_weight_and_at_most_their_cores(hub, ada, 
 
 
 def test_a_full_home_tmp_or_shm_refuses_only_that_student(hub, ada, bob):
-    writes = {place: f'os.path.expanduser("~/big")' if place == "home" else f'"{place}/big"'
+    writes = {place: 'os.path.expanduser("~/big")' if place == "home" else f'"{place}/big"'
               for place in ("home", "/tmp", "/dev/shm")}
     for place, path in writes.items():
         limit = HOME_MB if place == "home" else TMP_MB
@@ -187,7 +185,7 @@ def test_a_student_sees_only_their_own_processes(hub, ada, bob):
 
 def test_no_checkout_of_the_course_on_the_machine_is_in_a_students_view(hub, bob):
     from autograder.paths import ROOT
-    secret = OTHER_CHECKOUT / "autograder" / "reference" / "masking.py"
+    secret = OTHER_CHECKOUT / "autograder" / "authoring" / "reference" / "masking.py"
     assert secret.exists() and secret.stat().st_mode & 0o004, "the other checkout should be readable to all"
     seen = bob.answer(f'print(json.dumps([read("{secret}"), listing("{OTHER_CHECKOUT}"), listing("/srv"), '
                       f'listing("{ROOT}"), listing("/home"), listing("/root")]))')

@@ -26,7 +26,7 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
-from autograder.paths import ROOT, notebook_path
+from autograder.paths import REFERENCE, ROOT, notebook_path
 from tests.browser import browser  # noqa: F401 (a fixture)
 from tests.browser import VIEWPORT
 from tests.hub import PASSWORD, Terminal, home_of, running_hub
@@ -35,7 +35,7 @@ from tests.test_browser import menu, wait_for_idle_kernel, wait_for_notebook
 A, WRONG = "03_masking", "02_attention"
 ADA, BRIAN, TEACHER = "loop-ada", "loop-brian", "loop-teacher"
 SHOTS = ROOT / "tests" / "artifacts" / "hub-loop"
-REFERENCE = ROOT / "autograder" / "reference" / "masking.py"
+MASKING_REFERENCE = REFERENCE / "masking.py"
 SOLUTION_LINE = "key_position <= query_position"  # in the reference's causal_mask: no screenshot may show it
 NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
 # Run All has finished (or stopped at an error): its first code cell has run and no cell waits ([*]). Out-of-view
@@ -49,7 +49,7 @@ RUN_ALL_DONE = f"""() => {{
 def answers() -> dict[str, str]:
     """Each function of the reference solution, as the student writes it in its cell (signature and docstring as the
     notebook gives them)."""
-    text = REFERENCE.read_text()
+    text = MASKING_REFERENCE.read_text()
     return {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
             if isinstance(node, ast.FunctionDef)}
 

@@ -18,7 +18,7 @@ import pytest
 
 from autograder.hub.accounts import as_account
 from autograder.hub.layout import grader_environment
-from autograder.paths import ROOT
+from autograder.paths import REFERENCE, ROOT
 from tests.hub import Kernel, home_of, log_in, running_hub, view_of
 
 ADA, BOB, TEACHER = "sec-ada", "sec-bob", "sec-teacher"
@@ -76,12 +76,12 @@ def test_a_student_cannot_read_another_students_home(hub, ada, bob):
 
 def test_a_student_cannot_read_the_reference_the_sources_or_the_gradebook(hub, bob):
     course = hub.course_dir
-    secret = [course / "autograder" / "reference" / "masking.py", course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
-              course / "gradebook.db", ROOT / "autograder" / "reference" / "masking.py",
+    secret = [course / REFERENCE.relative_to(ROOT) / "masking.py", course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+              course / "gradebook.db", REFERENCE / "masking.py",
               ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"]
     for path in secret:
         assert path.exists(), f"{path} should exist on the machine: the check below would prove nothing"
-    folders = [course, course / "autograder" / "reference", course / "source", ROOT / "autograder" / "reference",
+    folders = [course, course / REFERENCE.relative_to(ROOT), course / "source", REFERENCE,
                ROOT / "source"]
     released = hub.exchange / hub.course_id / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     student_package = hub.software / "course" / "__init__.py"

@@ -531,8 +531,8 @@ def test_a_stale_late_penalty_never_leaves_the_course(gradebooks, tmp_path):
     before `python -m autograder grade`: the upload had the late students' written-answer points under the `zero`
     policy, and the extended student's old penalty. Now the export refuses, naming the command; after it, every
     number is the gradebook's as it stands."""
-    from autograder.extension import grant_extension
-    from autograder.grading import apply_late_policy
+    from autograder.results.extension import grant_extension
+    from autograder.grading.engine import apply_late_policy
     gradebook = gradebooks["pending"]
     course = gradebook.parent
     (course / "nbgrader_config.py").write_text('c = get_config()\nc.LateSubmissionPlugin.penalty_method = "zero"\n')

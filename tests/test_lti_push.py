@@ -250,7 +250,7 @@ def test_pages_named_in_mixed_case_are_followed_as_written(tool):
 def test_a_stale_late_penalty_is_not_pushed(tool):
     """Issue 48: `lms push` read the same stale penalty as the export. An extension granted after grading, then a
     push before `python -m autograder grade`: nothing is sent, and the command to run is named."""
-    from autograder.extension import grant_extension
+    from autograder.results.extension import grant_extension
     platform, config, gradebook, push = tool
     grant_extension(gradebook, A, "demo_partial", days=3)
     code, said = run(*push)

@@ -3,7 +3,7 @@ ones and match no known mistake, the check runs its property steps quietly and a
 mechanism 02's attention check uses, `course.checks.compare.with_reason`)."""
 import pytest
 
-from autograder.mistakes import for_exercise
+from autograder.authoring.mistakes import for_exercise
 from course.checks import check_masked_attention
 from course.checks.report import CheckFailed
 from tests.mutants import masking as listing

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.mistakes import all_mistakes, for_exercise
+from autograder.authoring.mistakes import all_mistakes, for_exercise
 from autograder.paths import FIXTURES
 from course.checks.compare import KNOWN_MISTAKE, is_close
 from course.checks.report import CheckFailed

@@ -11,7 +11,7 @@ import importlib
 
 import pytest
 
-from autograder.mistakes import for_exercise
+from autograder.authoring.mistakes import for_exercise
 from course.checks.report import CheckFailed
 from course.device import available_devices
 from tests.exercises import MUTANT_MODULES, hidden_test, module_of, visible_check

@@ -27,10 +27,10 @@ from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
 
 from autograder.demo.submissions import write_submission
-from autograder.gradebook_merge import merge_submission
-from autograder.grading import misplaced, stale_overrides
+from autograder.grading.gradebook_merge import merge_submission
+from autograder.grading.engine import misplaced, stale_overrides
 from autograder.paths import notebook_path
-from autograder.scores import PENDING, PENDING_MARK, PENDING_NOTE
+from autograder.results.scores import PENDING, PENDING_MARK, PENDING_NOTE
 from tests.conftest import copy_course, run_autograder
 
 A, WRONG = "03_masking", "02_attention"

@@ -10,8 +10,8 @@ import nbformat
 import pytest
 from nbgrader.utils import compute_checksum
 
-from autograder import preflight
-from autograder.grading import not_a_student, students_in
+from autograder.handins import preflight
+from autograder.grading.engine import not_a_student, students_in
 from autograder.paths import RELEASE, notebook_path
 
 MASKING = "03_masking"
@@ -126,7 +126,7 @@ def _marker(path: Path) -> str:
 
 
 def test_a_notebook_that_is_a_link_is_never_graded_nor_written_through(tmp_path):
-    """Links handed in as notebooks (autograder.handin): the expected name linked to a classmate's notebook, or
+    """Links handed in as notebooks (autograder.handins.handin): the expected name linked to a classmate's notebook, or
     dangling into the grader's folder, with the student's own notebook under another name; a "re-upload" that is
     a link beside a real hand-in. The student's real notebook is graded; no link's target is read or written."""
     classmate = tmp_path / "submitted" / "classmate" / MASKING / f"{MASKING}.ipynb"
@@ -164,7 +164,7 @@ def test_a_notebook_saved_without_cell_ids_is_read_without_a_warning(tmp_path):
     MissingIDFieldWarning reached the instructor's terminal on every grading run."""
     import warnings
 
-    from autograder.preflight import _read
+    from autograder.handins.preflight import _read
 
     saved = json.loads(nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])))
     for cell in saved["cells"]:

@@ -1,4 +1,4 @@
-"""autograder.sandbox: nothing a graded command starts outlives it, and its memory is capped."""
+"""autograder.grading.sandbox: nothing a graded command starts outlives it, and its memory is capped."""
 import subprocess
 import sys
 import time
@@ -8,7 +8,7 @@ import pytest
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the subreaper is Linux's")
 
-SANDBOX = [sys.executable, "-m", "autograder.sandbox"]
+SANDBOX = [sys.executable, "-m", "autograder.grading.sandbox"]
 
 
 def _detached_sleeper(marker: str) -> str:
@@ -71,7 +71,7 @@ def test_a_command_gets_no_network_and_keeps_loopback():
 GRADER_SCRIPT = """
 import numpy, sys, torch  # as in bench/grading.py: a forked job re-imports this script, and these start threads
 from pathlib import Path
-from autograder import autograde_process
+from autograder.grading import autograde_process
 from autograder.nbgrader_run import environment
 if __name__ == "__main__":
     folder = Path(sys.argv[1])

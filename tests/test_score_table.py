@@ -18,14 +18,14 @@ import pytest
 from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
 
-from autograder import preflight
+from autograder.handins import preflight
 from autograder.cli import run_summary
 from autograder.demo.submissions import write_submission
-from autograder.extension import grant_extension
-from autograder.feedback_page import refusal_page
+from autograder.results.extension import grant_extension
+from autograder.results.feedback_page import refusal_page
 from autograder.paths import ROOT, notebook_path
-from autograder.report import read_term, score_table, write_report
-from autograder.scores import PENDING, PENDING_MARK, PENDING_NOTE, duration, pending_count
+from autograder.results.report import read_term, score_table, write_report
+from autograder.results.scores import PENDING, PENDING_MARK, PENDING_NOTE, duration, pending_count
 from tests.lms_class import A, B, class_gradebook
 
 
@@ -105,8 +105,8 @@ def test_the_refusal_page_speaks_to_the_student(tmp_path):
 def test_an_extension_moves_the_due_date_before_or_after_the_hand_in(tmp_path_factory):
     """Issue 48: an extension for a student who had not handed in yet was refused. It waits beside the gradebook
     until the hand-in is graded, then nbgrader holds it and the late penalty is worked out with it."""
-    from autograder.extension import WAITING, grant_waiting_extensions
-    from autograder.grading import apply_late_policy
+    from autograder.results.extension import WAITING, grant_waiting_extensions
+    from autograder.grading.engine import apply_late_policy
     database = class_gradebook(tmp_path_factory, "gradebook.db")
     said = grant_extension(database, A, "demo_partial", days=2, hours=3)
     assert said.startswith(f"demo_partial / {A}: extended by 2 days 3 h; due 2026-12-06 20:00:00 (UTC)"), said
@@ -143,7 +143,7 @@ def test_the_progress_bar_draws_every_notebook_as_it_is_graded(tmp_path_factory,
     minute apart (nbgrader's autograde stood in for: a grade the grader could not make, recorded as real ones are),
     on tqdm's own clock: the bar draws each of the three."""
     import tqdm.std
-    from autograder import grading
+    from autograder.grading import engine as grading
     root = class_gradebook(tmp_path_factory, "gradebook.db").parent
     release = notebook_path(root / "release", A)
     release.parent.mkdir(parents=True)

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from autograder.paths import ROOT
-from autograder.reference import shakespeare as ref
-from autograder.reference.transformer import DecoderOnlyTransformer
+from autograder.authoring.reference import shakespeare as ref
+from autograder.authoring.reference.transformer import DecoderOnlyTransformer
 from course import shakespeare
 from course.baselines import bigram_loss, unigram_loss
 from course.training import train_language_model

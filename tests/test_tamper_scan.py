@@ -4,7 +4,7 @@ import copy
 import nbformat
 import pytest
 
-from autograder import tamper_scan
+from autograder.grading import tamper_scan
 from autograder.paths import ROOT, notebook_path
 from course.about import NOTEBOOKS
 from tests.adversarial import PAST_THE_SCAN, REBINDINGS
@@ -44,7 +44,7 @@ ALL_CHECKS = {"check_positional_encoding", "check_offset_rotation", "check_token
     ("from course.checks.report import fail as check_positional_encoding", "rebinds", {"check_positional_encoding"}),
     ("def f():\n    global check_positional_encoding\n    check_positional_encoding = print", "rebinds", {"check_positional_encoding"}),
     ("for check_positional_encoding in [print]:\n    pass", "rebinds", {"check_positional_encoding"}),
-    ("import autograder.reference.positional_encoding", "imports the grader", ALL_CHECKS),
+    ("import autograder.authoring.reference.positional_encoding", "imports the grader", ALL_CHECKS),
     ("globals()['check_positional_encoding'] = print", "dynamic", ALL_CHECKS),
     ("exec('x = 1')", "dynamic", ALL_CHECKS),
     ("import importlib\nimportlib.import_module('torch')", "dynamic", ALL_CHECKS),

@@ -25,11 +25,11 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import MISTAKE_EDITS, answered, solution_sources
-from autograder.grading import GRADING_DIR
+from autograder.grading.engine import GRADING_DIR
 from autograder.hub.private_view import unreachable_folder
-from autograder.ledger import Ledger
+from autograder.grading.ledger import Ledger
 from autograder.paths import SOURCE, notebook_path
-from autograder.preflight import nbgrader_metadata
+from autograder.handins.preflight import nbgrader_metadata
 from tests.conftest import copy_course, run_autograder
 
 COURSE = "transformers-from-scratch"

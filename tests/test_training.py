@@ -12,8 +12,8 @@ import math
 import pytest
 import torch
 
-from autograder.reference.shakespeare import evaluate
-from autograder.reference.transformer import DecoderOnlyTransformer
+from autograder.authoring.reference.shakespeare import evaluate
+from autograder.authoring.reference.transformer import DecoderOnlyTransformer
 from course.training import train_language_model
 
 VOCAB, SEQ_LEN = 32, 33
@@ -231,7 +231,7 @@ def test_the_reference_reversal_loop_does_not_wait_for_the_gpu_at_every_step():
     steps and copies its batches from page-locked memory: 200 steps make the CPU wait a few times, not 400."""
     import warnings
 
-    from autograder.reference import reversal as ref
+    from autograder.authoring.reference import reversal as ref
 
     torch.manual_seed(0)
     model = ref.DecoderOnlyTransformer(vocab_size=10, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=12)

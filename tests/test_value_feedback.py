@@ -14,16 +14,16 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from autograder.hidden import shakespeare as hidden_07
-from autograder.hidden import transformer as hidden_05
-from autograder.hidden.attention import test_attention as hidden_attention
-from autograder.hidden.models import next_probabilities, pair_probabilities
-from autograder.hidden.observe import HiddenTestFailed
-from autograder.mistakes import for_exercise
+from autograder.authoring.hidden import shakespeare as hidden_07
+from autograder.authoring.hidden import transformer as hidden_05
+from autograder.authoring.hidden.attention import test_attention as hidden_attention
+from autograder.authoring.hidden.models import next_probabilities, pair_probabilities
+from autograder.authoring.hidden.observe import HiddenTestFailed
+from autograder.authoring.mistakes import for_exercise
 from autograder.paths import FIXTURES
-from autograder.reference import reversal as ref_06
-from autograder.reference import shakespeare as ref_07
-from autograder.reference import transformer as ref_05
+from autograder.authoring.reference import reversal as ref_06
+from autograder.authoring.reference import shakespeare as ref_07
+from autograder.authoring.reference import transformer as ref_05
 from course.checks import check_attention, check_decoder_only_transformer, check_encoder_decoder_transformer
 from course.checks.compare import float32_precision, shown_apart
 from course.checks.report import CheckFailed
@@ -199,6 +199,6 @@ def test_the_checks_and_hidden_tests_of_what_reads_a_model_pass_on_log_probabili
 
     forward = ToyLanguageModel.forward
     monkeypatch.setattr(ToyLanguageModel, "forward", lambda self, tokens: forward(self, tokens).log_softmax(-1))
-    importlib.import_module(f"autograder.hidden.{module}")
+    importlib.import_module(f"autograder.authoring.hidden.{module}")
     visible_check(exercise)(reference)
     hidden_test(module, exercise)(reference)

@@ -3,11 +3,11 @@ import collections
 
 import torch
 
-from autograder.hidden import positional_encoding as hidden
-from autograder.hidden.observe import record
-from autograder.mistakes import for_exercise
-from autograder.reference import positional_encoding as reference
-from autograder.verify import hidden_verdict
+from autograder.authoring.hidden import positional_encoding as hidden
+from autograder.authoring.hidden.observe import record
+from autograder.authoring.mistakes import for_exercise
+from autograder.authoring.reference import positional_encoding as reference
+from autograder.grading.verify import hidden_verdict
 
 TEST = hidden.test_positional_encoding
 
@@ -54,7 +54,7 @@ def test_a_recording_of_the_wrong_shape_of_data_fails(tmp_path):
 
 def test_outputs_past_the_limit_are_removed_with_a_notice():
     import nbformat
-    from autograder.verify import OUTPUT_LIMIT, cap_outputs
+    from autograder.grading.verify import OUTPUT_LIMIT, cap_outputs
 
     cell = nbformat.v4.new_code_cell("display(HTML(...))")
     cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "x" * (OUTPUT_LIMIT + 1)}),
@@ -67,7 +67,7 @@ def test_outputs_past_the_limit_are_removed_with_a_notice():
 def test_every_hidden_cell_of_every_notebook_has_a_test_the_grader_can_judge():
     import nbformat
     from autograder.paths import ROOT, notebook_path
-    from autograder.verify import hidden_tests
+    from autograder.grading.verify import hidden_tests
     from course.about import NOTEBOOKS
 
     for assignment in NOTEBOOKS:

@@ -1,4 +1,4 @@
-"""The warm kernel (autograder.warm_kernel): a forked kernel is an ordinary ipykernel that behaves as a cold one
+"""The warm kernel (autograder.grading.warm_kernel): a forked kernel is an ordinary ipykernel that behaves as a cold one
 would in grading: the job's environment, folder and math threads, the guard on, its own session, the job's child;
 a second kernel, or a kernel of another command, starts cold; an unclaimed copy leaves when discarded."""
 from __future__ import annotations
@@ -15,14 +15,14 @@ from pathlib import Path
 import psutil
 
 import autograder
-from autograder.guard.policy import policy_for
+from autograder.grading.guard.policy import policy_for
 from autograder.nbgrader_run import environment
 from autograder.paths import ROOT
 
 # Runs in a fresh process, as a grading job does: fork the waiting copy first, while one thread runs.
 SCRIPT = textwrap.dedent('''
     import asyncio, importlib, json, multiprocessing, os, sys
-    from autograder import warm_kernel
+    from autograder.grading import warm_kernel
     for module in warm_kernel.PRELOAD:  # imported before the fork, as the grading server imports them
         importlib.import_module(module)
     multiprocessing.set_start_method("forkserver")  # as in a grading job, a forkserver's child
@@ -126,7 +126,7 @@ def test_without_a_guard_the_forked_kernel_reads_freely(tmp_path):
 def test_an_unclaimed_copy_leaves_when_discarded():
     script = textwrap.dedent('''
         import os, psutil
-        from autograder import warm_kernel
+        from autograder.grading import warm_kernel
         warm_kernel.fork_waiting_kernel()
         pid = warm_kernel._waiting.pid
         assert psutil.pid_exists(pid)
@@ -142,7 +142,7 @@ def test_an_unclaimed_copy_leaves_when_discarded():
 def test_where_the_fork_is_refused_the_kernel_starts_cold():
     script = textwrap.dedent('''
         import os
-        from autograder import warm_kernel
+        from autograder.grading import warm_kernel
         def refuse():
             raise BlockingIOError(11, "Resource temporarily unavailable")
         os.fork = refuse
@@ -161,7 +161,7 @@ def test_the_kernel_dies_with_a_job_killed_outright():
     its own, is outside that group. It must end with the job all the same (before, it waited forever)."""
     script = textwrap.dedent('''
         import asyncio, multiprocessing, os, time
-        from autograder import warm_kernel
+        from autograder.grading import warm_kernel
         multiprocessing.set_start_method("forkserver")
         warm_kernel.fork_waiting_kernel()
         from jupyter_client.manager import AsyncKernelManager

@@ -1,4 +1,4 @@
-"""The grading server's warm-up (autograder.warm_server): a job forked from it finds nbgrader's gradebook mappers
+"""The grading server's warm-up (autograder.grading.warm_server): a job forked from it finds nbgrader's gradebook mappers
 configured, nbformat's validators compiled and nbgrader's cell-metadata schema compiled once, instead of paying for
 them before its first cell (and, for the schema, at every cell)."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from autograder import autograde_process
+from autograder.grading import autograde_process
 
 
 def _report(queue) -> None:
@@ -19,7 +19,7 @@ def _report(queue) -> None:
     from nbgrader.nbgraderformat import MetadataValidator
     from nbgrader.nbgraderformat import common
 
-    def compiled():  # (never importing autograder.warm_server here: that would warm up this process itself)
+    def compiled():  # (never importing autograder.grading.warm_server here: that would warm up this process itself)
         return len(common.jsonschema.compiled) if hasattr(common.jsonschema, "compiled") else None
 
     def graded_cell():

@@ -1,6 +1,6 @@
 """Issue 25.2: does a check's pass agree with the grader's verdict? Every mutant and correct variant of
-tests/mutants and every known mistake of autograder/mistakes runs through both the visible check
-(`course.checks.check_<exercise>`) and the hidden test (`autograder.hidden.<module>.test_<exercise>`), and each
+tests/mutants and every known mistake of autograder/authoring/mistakes runs through both the visible check
+(`course.checks.check_<exercise>`) and the hidden test (`autograder.authoring.hidden.<module>.test_<exercise>`), and each
 case is one `Verdict`. A disagreement is a case where one side passes and the other fails.
 
 `python -m tests.verdicts` prints the audit as a Markdown table (disagreements first; `--all` for every case).
@@ -13,7 +13,7 @@ import io
 import sys
 from dataclasses import dataclass
 
-from autograder.mistakes import for_exercise
+from autograder.authoring.mistakes import for_exercise
 from course.device import available_devices
 from tests.exercises import MUTANT_MODULES, hidden_test, visible_check
 

@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 from autograder.demo.submissions import STUDENTS, write_submission
-from autograder.grading import GRADING_DIR, Outcome, grade
+from autograder.grading.engine import GRADING_DIR, Outcome, grade
 from autograder.paths import ROOT, notebook_path
-from autograder.release import release
-from autograder.report import needs_a_look, read_term, score_table
+from autograder.authoring.release import release
+from autograder.results.report import needs_a_look, read_term, score_table
 from course.about import NOTEBOOKS
 
 
@@ -28,7 +28,7 @@ def hand_in(root: Path) -> None:
 
 
 def write_csv(outcomes: list[Outcome], path: Path) -> None:
-    """A row per hand-in: its score as every output gives it (autograder.scores: `max_score` includes the written
+    """A row per hand-in: its score as every output gives it (autograder.results.scores: `max_score` includes the written
     answers, `score` is less the late penalty), the written answers not graded yet, the reason and grading time."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:

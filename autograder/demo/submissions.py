@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.build_reference import MARKER
+from autograder.authoring.build_reference import MARKER
 
 # Demo student id -> what their submission shows the instructor.
 STUDENTS = {

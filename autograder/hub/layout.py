@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from autograder.hub.accounts import as_account, own_tree, prepare_class_accounts
-from autograder.execute_timeouts import config_lines
+from autograder.grading.execute_timeouts import config_lines
 from autograder.hub.private_view import private_view, shown_paths
 from autograder.hub.settings import HubSettings
 from autograder.paths import ROOT, copy_course

@@ -1,6 +1,6 @@
 """The hub's view of the file system: a mount namespace in which the repository and any folder other accounts may not
 enter (`/root`, where pyenv keeps Python on some machines) show only what the class needs: the Python environment,
-the proxy and the hub's folder. Every student's server starts inside it, so no student reads `autograder/reference`
+the proxy and the hub's folder. Every student's server starts inside it, so no student reads `autograder/authoring/reference`
 or `source/` in the repository, however its permissions are set; the machine's own view is untouched.
 
 On a machine of its own a deployed hub needs none of this: the course lives in the grader's private home there.

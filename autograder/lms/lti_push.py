@@ -4,7 +4,7 @@ The course's members come from Names and Role Provisioning; each nbgrader studen
 `Student.lms_user_id` when nbgrader has it, else by the config's rule (email, name or id), and the LMS user id is
 then kept in `Student.lms_user_id`. The line item is the one tagged with the assignment's name, created when there is
 none (its tag is the notebook's name: an exact key, never a title that shares a word). Each score is `score_of`'s,
-refused while a late penalty is stale (autograder.scores.refuse_stale) and against a line item out of other points
+refused while a late penalty is stale (autograder.results.scores.refuse_stale) and against a line item out of other points
 than the notebook (the LMS would scale it) or below a score (extra credit, which it would cut), posted as the spec's
 Score (userId, scoreGiven, scoreMaximum, activityProgress, gradingProgress, an ISO-8601 timestamp, a comment),
 recorded in the ledger once the platform took it, and finally read back from the platform's results: a score the

@@ -9,7 +9,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from autograder.lms.csv_files import number
-from autograder.scores import PENDING, Score, pending_count, refuse_stale, score_of
+from autograder.results.scores import PENDING, Score, pending_count, refuse_stale, score_of
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def assignment_max(gb: Gradebook, assignment: str) -> float:
 def marks_of(gb: Gradebook, assignments: list[str], course: Path, nothing: str) -> dict[tuple[str, str], Mark]:
     """(student id, assignment) -> Mark for every student in the gradebook and every assignment named; stops (saying
     `nothing`, what the command then did not do) when a late penalty is not that of the grades as they stand in
-    the course at `course` (autograder.scores.refuse_stale)."""
+    the course at `course` (autograder.results.scores.refuse_stale)."""
     known = {a.name for a in gb.assignments}
     unknown = [a for a in assignments if a not in known]
     if unknown:

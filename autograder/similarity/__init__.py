@@ -2,7 +2,7 @@
 
 Evidence for a person to review, never a verdict. The steps, one module each:
 
-- `collect`: the solution cells of every hand-in, by grade_id, read through `autograder.handin` (a link is never
+- `collect`: the solution cells of every hand-in, by grade_id, read through `autograder.handins.handin` (a link is never
   followed), the release notebook's code (boilerplate) and the files of `--reference` folders;
 - `fingerprints`: winnowing over normalised tokens, by the `copydetect` library (its tokeniser, its winnowing, its
   matching), with a k-gram hash that does not depend on Python's hash seed;

@@ -1,7 +1,7 @@
 """What the screen compares: each student's solution cells by grade_id, the release notebook's own code (boilerplate
 that never counts), and the files of the instructor's `--reference` folders.
 
-Hand-ins are read as grading reads them and only through `autograder.handin`: a link, whether the notebook, the
+Hand-ins are read as grading reads them and only through `autograder.handins.handin`: a link, whether the notebook, the
 assignment's folder or the student's folder, is never followed, so it hands in nothing to compare. Nothing is
 written: the notebook compared is the one grading would take (`<assignment>.ipynb`, else the newest numbered
 re-upload, else the only notebook in the folder), found without moving a file.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import handin
-from autograder.preflight import nbgrader_metadata, notebooks_in, re_uploads
+from autograder.handins import handin
+from autograder.handins.preflight import nbgrader_metadata, notebooks_in, re_uploads
 
 REFERENCE_SUFFIXES = (".py", ".ipynb")  # what a --reference folder holds that is compared (code only)
 

@@ -163,7 +163,7 @@ def train_tiny_reverser(EncoderDecoderTransformer, steps: int | None = None, see
     and the cross-entropy of every position; `steps` defaults to REVERSER_STEPS (REVERSER_STEPS_GRADED while the
     notebook is graded). Prints the loss and the accuracy on 1000 new sequences and returns the trained model,
     or None after a kind word when the class is not written yet or fails."""
-    from course.notebook_setup import under_grading
+    from course.runtime import under_grading
 
     if steps is None:
         steps = REVERSER_STEPS_GRADED if under_grading() else REVERSER_STEPS

@@ -8,5 +8,5 @@ Each module `tests/mutants/<notebook module>.py` lists:
 - `NEEDS_SECOND_DEVICE` (optional): the mutants of `MUTANTS` that differ from a correct implementation only on a
   second real device (a mask built on the CPU whatever `device` says); skipped, with the reason, where the CPU
   is the only device, and run where CUDA or MPS is present.
-The known mistakes in `autograder/mistakes/` are mutants too, and the feedback must name each one.
+The known mistakes in `autograder/authoring/mistakes/` are mutants too, and the feedback must name each one.
 """

@@ -4,7 +4,7 @@ import math
 import torch
 from torch.nn import functional as F
 
-from autograder.reference.attention import attention as reference
+from autograder.authoring.reference.attention import attention as reference
 
 
 def computes_in_float32(Q, K, V):  # float64 inputs come back as float32

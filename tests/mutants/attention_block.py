@@ -6,13 +6,13 @@ from einops import einsum, rearrange
 from torch import nn
 from torch.nn import functional as F
 
-from autograder.mistakes import for_exercise
-from autograder.mistakes.attention_block import _MHA, _head_mask, _merge, _split
-from autograder.reference.attention_block import FeedForward as RefFeedForward
-from autograder.reference.attention_block import LayerNorm as RefLayerNorm
-from autograder.reference.attention_block import MultiHeadAttention as RefMHA
-from autograder.reference.attention_block import TransformerBlock as RefBlock
-from autograder.reference.masking import masked_attention
+from autograder.authoring.mistakes import for_exercise
+from autograder.authoring.mistakes.attention_block import _MHA, _head_mask, _merge, _split
+from autograder.authoring.reference.attention_block import FeedForward as RefFeedForward
+from autograder.authoring.reference.attention_block import LayerNorm as RefLayerNorm
+from autograder.authoring.reference.attention_block import MultiHeadAttention as RefMHA
+from autograder.authoring.reference.attention_block import TransformerBlock as RefBlock
+from autograder.authoring.reference.masking import masked_attention
 
 
 # ---------------------------------------------------------------- MultiHeadAttention mutants

@@ -8,9 +8,9 @@ import math
 import torch
 from torch.nn import functional as F
 
-from autograder.reference.masking import causal_mask as reference_causal
-from autograder.reference.masking import masked_attention as reference_attention
-from autograder.reference.masking import padding_mask as reference_padding
+from autograder.authoring.reference.masking import causal_mask as reference_causal
+from autograder.authoring.reference.masking import masked_attention as reference_attention
+from autograder.authoring.reference.masking import padding_mask as reference_padding
 
 
 # ---------------------------------------------------------------- causal_mask

@@ -7,9 +7,9 @@ import math
 import torch
 from torch import nn
 
-from autograder.mistakes import for_exercise
-from autograder.mistakes.positional_encoding import EmbeddingWithTable
-from autograder.reference.positional_encoding import positional_encoding as reference_pe
+from autograder.authoring.mistakes import for_exercise
+from autograder.authoring.mistakes.positional_encoding import EmbeddingWithTable
+from autograder.authoring.reference.positional_encoding import positional_encoding as reference_pe
 
 
 def pe_base_1000(max_len, d_model):

@@ -4,8 +4,8 @@ import types
 import torch
 from torch.nn import functional as F
 
-from autograder.mistakes import reversal as known
-from autograder.reference import reversal as ref
+from autograder.authoring.mistakes import reversal as known
+from autograder.authoring.reference import reversal as ref
 
 
 def beside(function, **pieces):

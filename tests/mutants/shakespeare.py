@@ -1,4 +1,4 @@
-"""Mutants and variants for notebook 07 (the named mistakes are in autograder/mistakes/shakespeare.py)."""
+"""Mutants and variants for notebook 07 (the named mistakes are in autograder/authoring/mistakes/shakespeare.py)."""
 import math
 import re
 from collections import Counter
@@ -6,10 +6,10 @@ from collections import Counter
 import torch
 from torch.nn import functional as F
 
-from autograder.mistakes import for_exercise
-from autograder.mistakes import shakespeare as known
-from autograder.mistakes.shakespeare import _Vocab
-from autograder.reference import shakespeare as ref
+from autograder.authoring.mistakes import for_exercise
+from autograder.authoring.mistakes import shakespeare as known
+from autograder.authoring.mistakes.shakespeare import _Vocab
+from autograder.authoring.reference import shakespeare as ref
 from tests.mutants.reversal import beside, unwritten
 
 # ---------------------------------------------------------------- tokenize

@@ -3,11 +3,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from autograder.mistakes import for_exercise
-from autograder.reference import transformer as ref
-from autograder.reference.attention_block import LayerNorm, MultiHeadAttention, TransformerBlock
-from autograder.reference.masking import causal_mask, padding_mask
-from autograder.reference.positional_encoding import TokenAndPositionEmbedding
+from autograder.authoring.mistakes import for_exercise
+from autograder.authoring.reference import transformer as ref
+from autograder.authoring.reference.attention_block import LayerNorm, MultiHeadAttention, TransformerBlock
+from autograder.authoring.reference.masking import causal_mask, padding_mask
+from autograder.authoring.reference.positional_encoding import TokenAndPositionEmbedding
 
 
 # ---------------------------------------------------------------- DecoderOnlyTransformer

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.reference.attention_block import LayerNorm
+from autograder.authoring.reference.attention_block import LayerNorm
 from course import plots
 
 

@@ -36,7 +36,7 @@ def run_cell(notebook: str, cell: str, capsys, **names) -> str:
 def test_01s_lone_sine_prose_quotes_what_its_cell_prints(capsys):
     """'no mix of the other columns can stand in for it': least squares finds the best row a matrix could have;
     for a sine with its partner it misses nothing, for the lone sine most of it, as the text says."""
-    from autograder.reference.positional_encoding import positional_encoding
+    from autograder.authoring.reference.positional_encoding import positional_encoding
 
     printed = run_cell("01_positional_encoding", "lone_sine", capsys, positional_encoding=positional_encoding)
     partner, lone = re.findall(r"misses ([\d.]+%) of it at p \+ 2,500", printed)
@@ -51,7 +51,7 @@ def test_01s_lone_sine_prose_quotes_what_its_cell_prints(capsys):
 def test_01s_prose_on_a_small_part_quotes_what_the_lengths_cell_prints(capsys):
     """'the gradient reaches both parts alike ... but what the smaller part says is lost in the larger one': the
     largest difference between the two gradients and the cosines of one token at two positions, as printed."""
-    from autograder.reference.positional_encoding import positional_encoding
+    from autograder.authoring.reference.positional_encoding import positional_encoding
 
     printed = run_cell("01_positional_encoding", "lengths", capsys, positional_encoding=positional_encoding)
     gap = re.search(r"gradient of length [\d.]+; the largest difference between the two: ([\d.]+)", printed).group(1)
@@ -70,7 +70,7 @@ def test_01s_prose_on_a_small_part_quotes_what_the_lengths_cell_prints(capsys):
 def test_04s_heads_cost_prose_quotes_what_its_cell_prints(capsys):
     """'Splitting costs no extra parameters and no extra multiplications ... What grows is the attention weights,
     h times as many': the counts for 1 and 4 heads, as printed, and the formula 4 (d^2 + d)."""
-    from autograder.reference.attention_block import MultiHeadAttention
+    from autograder.authoring.reference.attention_block import MultiHeadAttention
 
     printed = run_cell("04_attention_block", "heads_cost", capsys, MultiHeadAttention=MultiHeadAttention)
     rows = re.findall(r"(\d) heads?\s*: ([\d,]+) parameters, ([\d,]+) multiply-adds, ([\d,]+) attention weights",
@@ -112,7 +112,7 @@ def reversers():
 
     import matplotlib.pyplot as plt
 
-    from autograder.reference.transformer import EncoderDecoderTransformer
+    from autograder.authoring.reference.transformer import EncoderDecoderTransformer
     from course.plots import transformer as figure
 
     printed = {}
@@ -217,8 +217,8 @@ class Vocab:
 def test_07s_greedy_loop_prose_quotes_what_its_cell_prints(period, grading, monkeypatch, capsys):
     """07's text says what the greedy-loop cell does (how many tokens in each mode, how many it reads); the cell
     prints the loop when there is one (a model that counts round 7 ids) and says so when there is none."""
-    from autograder.reference.shakespeare import tokenize
-    from autograder.reference.transformer import generate
+    from autograder.authoring.reference.shakespeare import tokenize
+    from autograder.authoring.reference.transformer import generate
     from course.greedy_loop import report_greedy_loop
     from course.notebook_setup import under_grading
 

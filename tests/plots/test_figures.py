@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder.reference.attention_block import MultiHeadAttention
-from autograder.reference.masking import causal_mask, masked_attention
+from autograder.authoring.reference.attention_block import MultiHeadAttention
+from autograder.authoring.reference.masking import causal_mask, masked_attention
 from course import plots
 
 
@@ -75,7 +75,7 @@ def best_mirror_weight(printed: str) -> float:
 
 def small_reversal_model(seed: int):
     """A one-layer DecoderOnlyTransformer for reversal of 4 tokens out of 6, untrained."""
-    from autograder.reference.transformer import DecoderOnlyTransformer
+    from autograder.authoring.reference.transformer import DecoderOnlyTransformer
 
     torch.manual_seed(seed)
     return DecoderOnlyTransformer(vocab_size=6, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=8)
@@ -85,7 +85,7 @@ def test_the_trained_attention_figure_finds_the_mirror_after_training_and_not_be
                                                                                     reversal_states):
     """Notebook 06's model before and after its training run (seed 0, 1000 steps: trained once per run and shared
     with test_reversal_lessons.py, tests/plots/conftest.py)."""
-    from autograder.reference.reversal import reversal_batch
+    from autograder.authoring.reference.reversal import reversal_batch
     from tests.plots import trained_reversal
 
     model = trained_reversal.untrained("causal mask")
@@ -143,7 +143,7 @@ def test_the_trained_attention_figure_waits_for_an_unwritten_model(figures, caps
 
 
 def test_the_padding_figure_has_a_legend_in_the_colours_it_draws(figures):
-    from autograder.reference.masking import padding_mask
+    from autograder.authoring.reference.masking import padding_mask
     plots.show_padding_mask(padding_mask, causal_mask)
     (figure,) = figures
     (legend,) = figure.legends

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder.mistakes.positional_encoding import cosine_uses_own_index
-from autograder.reference.positional_encoding import positional_encoding
+from autograder.authoring.mistakes.positional_encoding import cosine_uses_own_index
+from autograder.authoring.reference.positional_encoding import positional_encoding
 from course import plots
 
 
@@ -47,7 +47,7 @@ def test_an_unwritten_encoding_gets_a_kind_word_and_no_figure(figures, capsys):
 def test_only_rope_keeps_the_score_a_function_of_the_offset(figures, capsys):
     """01's RoPE figure: the table's own dot product and the RoPE score are the same at every p (to float32's and
     float64's rounding); the score after adding the table and projecting changes with p, by more than its own size."""
-    from autograder.reference.positional_encoding import offset_rotation, positional_encoding
+    from autograder.authoring.reference.positional_encoding import offset_rotation, positional_encoding
 
     plots.show_scores_after_projection(positional_encoding, offset_rotation)
     rows = {line.split()[0]: [float(x) for x in line.split()[-5:]] for line in capsys.readouterr().out.splitlines()[1:]}

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from autograder.paths import RELEASE, SOURCE, notebook_path
-from autograder.reference.positional_encoding import offset_rotation, positional_encoding
+from autograder.authoring.reference.positional_encoding import offset_rotation, positional_encoding
 from tests.notebooks import grade_id
 
 PE_NOTEBOOK = "01_positional_encoding"

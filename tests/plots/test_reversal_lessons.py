@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from autograder.paths import RELEASE, SOURCE, notebook_path
-from autograder.reference.reversal import per_position_accuracy, reversal_batch
+from autograder.authoring.reference.reversal import per_position_accuracy, reversal_batch
 from course import plots
 from tests.notebooks import grade_id
 from tests.plots import trained_reversal

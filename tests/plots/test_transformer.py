@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from autograder.reference.transformer import EncoderDecoderTransformer
+from autograder.authoring.reference.transformer import EncoderDecoderTransformer
 from course.plots import transformer as figure
 
 

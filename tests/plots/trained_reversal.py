@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.reference.transformer import DecoderOnlyTransformer
+from autograder.authoring.reference.transformer import DecoderOnlyTransformer
 
 VOCAB, HALF = 10, 6
 CONFIG = dict(vocab_size=VOCAB, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=2 * HALF)
@@ -33,7 +33,7 @@ def untrained(label: str) -> torch.nn.Module:
 
 def train_both() -> dict[str, dict]:
     """Each model trained as 06's cells train it on a CPU (seed 0, 1000 steps): label -> its state_dict."""
-    from autograder.reference.reversal import train_reversal
+    from autograder.authoring.reference.reversal import train_reversal
 
     states = {}
     for label in KINDS:

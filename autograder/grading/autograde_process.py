@@ -1,0 +1,136 @@
+"""One `nbgrader autograde` in a fresh process forked from a warm server that has nbgrader imported already.
+
+Importing nbgrader costs about two seconds; a class of 200 students and 7 notebooks would pay it 1,400 times.
+A forkserver (Python's `multiprocessing`) imports it once; each grading job is a process forked from it, so
+every notebook still gets a process of its own, sandboxed as `autograder.grading.sandbox` sandboxes a command: in a
+network namespace of its own where Linux allows, a child subreaper that ends everything the notebook started,
+and a memory cap. Its output goes to a log file the grader reads.
+
+The server also imports torch and ipykernel, and each job forks its notebook's kernel from itself before nbgrader
+starts (autograder.grading.warm_kernel): a kernel ready in a fraction of a second instead of a fresh Python importing
+torch, inside the same sandbox.
+
+The grading run's other nbgrader commands, which run no notebook (generate_feedback, export), fork from the same
+server (`command`), unsandboxed: two seconds of imports saved each, and one per assignment.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.grading import sandbox, warm_kernel
+
+_context = None
+
+
+def context():
+    """The forkserver context, its server importing nbgrader the first time a job starts."""
+    global _context
+    if _context is None:
+        _context = multiprocessing.get_context("forkserver")
+        _context.set_forkserver_preload(["autograder.grading.autograde_process", "nbgrader.apps.nbgraderapp",
+                                         "autograder.grading.warm_server", *warm_kernel.PRELOAD])
+    return _context
+
+
+@dataclass
+class Finished:
+    returncode: int | None  # None: stopped at the time limit
+    log: str  # what nbgrader and the sandbox printed
+
+
+def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_mb: int) -> None:
+    """In the forked process: become the sandbox, then run nbgrader with `argv`."""
+    _enter(root, env, log_path)
+    why_not = sandbox.isolate_network()
+    if why_not:
+        print(f"sandbox: the network stays reachable ({why_not})", file=sys.stderr)
+    sandbox.become_subreaper()
+    sandbox.cap_memory(memory_mb)
+
+    def stop(signum, frame):
+        sandbox.kill_descendants()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    sandbox.end_with_parent()  # the forkserver ends with the grading run; this job, and all it started, with it
+    warm_kernel.fork_waiting_kernel()  # now, while this process has one thread: nbgrader starts more
+    try:
+        code = _launch_nbgrader(argv)
+    finally:
+        warm_kernel.discard()
+        ended = sandbox.kill_descendants()
+        if ended:
+            print(f"sandbox: ended {ended} process(es) the graded notebook left running", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def _launch_nbgrader(argv: list[str]) -> int:
+    """nbgrader's command line with `argv`, in this process; its exit code (1 for an uncaught error, printed)."""
+    try:
+        from nbgrader.apps.nbgraderapp import NbGraderApp
+        NbGraderApp.launch_instance(argv=argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException as error:  # noqa: BLE001: reported through the log and the exit code
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _enter(root: str, env: dict[str, str], log_path: str) -> None:
+    """In a forked process: write to the log, with `env` as the environment, in `root`."""
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(root)
+
+
+def _run_command(argv: list[str], root: str, env: dict[str, str], log_path: str) -> None:
+    """In the forked process: run nbgrader with `argv`, as its command line would, and exit with its code."""
+    _enter(root, env, log_path)
+    try:
+        code = _launch_nbgrader(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def command(argv: list[str], root: Path, env: dict[str, str], log_path: Path) -> Finished:
+    """Run `nbgrader <argv>`, a command that runs no student code (generate_feedback, export), in a process forked
+    from the server, and wait for it."""
+    process = context().Process(target=_run_command, args=(argv, str(root), env, str(log_path)), daemon=False)
+    process.start()
+    process.join()
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    log_path.unlink(missing_ok=True)
+    return Finished(process.exitcode, log)
+
+
+def autograde(argv: list[str], root: Path, env: dict[str, str], log_path: Path, memory_mb: int,
+              timeout: float) -> Finished:
+    """Run `nbgrader <argv>` in a forked, sandboxed process; stop it and all it started after `timeout` seconds."""
+    process = context().Process(target=_run, args=(argv, str(root), env, str(log_path), memory_mb), daemon=False)
+    process.start()
+    process.join(timeout)
+    returncode = process.exitcode
+    if process.is_alive():
+        process.terminate()  # its SIGTERM handler ends every process the notebook started
+        process.join(15)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        returncode = None
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    return Finished(returncode, log)

@@ -1,0 +1,42 @@
+"""`python -m autograder release-feedback ASSIGNMENT...`: every feedback page that the exchange can deliver released
+through it, and a list of the others to send by hand (issue 27.5).
+
+`nbgrader release_feedback` releases a page under a name made from the hand-in's `timestamp.txt` (what
+`nbgrader submit` wrote), so `nbgrader fetch_feedback` finds it from the student's own copy. A hand-in collected with
+zip_collect or copied in by hand has no timestamp.txt, and one such page stops nbgrader's whole command with a
+traceback: no student gets feedback. Here nbgrader's own command runs once, told to leave out
+(`CourseDirectory.student_id_exclude`) every student whose page lacks timestamp.txt or submission_secret.txt; those
+pages are listed with their paths, to send by hand or on the learning platform.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from autograder.handins.handin import FROM_SUBMIT
+from autograder.nbgrader_run import nbgrader
+
+
+def release_feedback(root: Path, assignment: str) -> tuple[list[str], list[str], str]:
+    """Release `assignment`'s feedback through the exchange: (students released, pages to send by hand, each with
+    the files its folder lacks, nbgrader's last error line when its command failed, else "")."""
+    released, by_hand, excluded = [], [], []
+    folder = root / "feedback"
+    for student in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+        pages = sorted((folder / student / assignment).glob("*.html"))
+        if not pages:
+            continue
+        lacks = [name for name in FROM_SUBMIT if not (folder / student / assignment / name).is_file()]
+        if not lacks:
+            released.append(student)
+        else:
+            excluded.append(student)
+            by_hand += [f"{page.relative_to(root).as_posix()} (no {' or '.join(lacks)})" for page in pages]
+    if not released:
+        return released, by_hand, ""
+    result = nbgrader("release_feedback", assignment, f"--CourseDirectory.student_id_exclude={','.join(excluded)}",
+                      root=root, check=False, quiet=True)
+    if result.returncode != 0:
+        errors = [line.strip() for line in (result.stderr or "").splitlines()
+                  if ("ERROR" in line or "CRITICAL" in line) and not line.rstrip().endswith("release_feedback failed")]
+        return [], by_hand, " ".join(errors[-2:])[-400:] or "no message"
+    return released, by_hand, ""
