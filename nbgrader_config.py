@@ -4,9 +4,9 @@ import os
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
-from autograder.execute_timeouts import EXECUTE_TIMEOUTS
-from autograder.feedback import CourseScore, ShortenHiddenTestTracebacks
-from autograder.feedback_page import FeedbackPage
+from autograder.grading.execute_timeouts import EXECUTE_TIMEOUTS
+from autograder.results.feedback import CourseScore, ShortenHiddenTestTracebacks
+from autograder.results.feedback_page import FeedbackPage
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -16,7 +16,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 
 # The kernel, named explicitly: the `python3` kernel of the environment that runs nbgrader.
 c.Execute.kernel_name = "python3"
-# How long to wait on it, in grading and Validate alike, on a loaded machine too (autograder/execute_timeouts.py).
+# How long to wait on it, in grading and Validate alike, on a loaded machine too (autograder/grading/execute_timeouts.py).
 for name, seconds in EXECUTE_TIMEOUTS.items():
     setattr(c.Execute, name, seconds)
 c.Execute.interrupt_on_timeout = True
@@ -31,7 +31,7 @@ c.OverwriteCells.add_missing_cells = True
 c.GenerateFeedback.preprocessors = [GetGrades, CourseScore, CSSHTMLHeaderPreprocessor, ShortenHiddenTestTracebacks,
                                     ClearHiddenTests]
 # ... on a page a student can read anywhere: mathematics as MathML (no MathJax from the network), long output lines
-# wrapped at the page's edge (autograder/feedback_page.py).
+# wrapped at the page's edge (autograder/results/feedback_page.py).
 c.GenerateFeedback.exporter_class = FeedbackPage
 
 # Keep feedback and autograded copies small.
