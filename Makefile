@@ -20,10 +20,10 @@ setup: $(STAMP)
 CHROMIUM := $(if $(and $(filter 0,$(shell id -u)),$(shell command -v apt-get)),/usr/bin/chromium)
 APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-noto-color-emoji libnss-wrapper
 
-# Node.js and npm for the class hub's proxy (configurable-http-proxy, hub/package.json): from the system's packages,
+# Node.js and npm for the class hub's proxy (configurable-http-proxy, deploy/proxy/package.json): from the system's packages,
 # like Chromium, where it runs as root and has none yet. Never fatal: without them the hub's tests skip and say why.
 NODE := $(if $(and $(filter 0,$(shell id -u)),$(shell command -v apt-get)),$(if $(shell command -v npm),,/usr/bin/npm))
-HUB_PROXY := hub/node_modules/.installed
+HUB_PROXY := deploy/proxy/node_modules/.installed
 
 $(STAMP): requirements.txt requirements-nodeps.txt $(CHROMIUM) $(NODE)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,9 +43,9 @@ $(STAMP): requirements.txt requirements-nodeps.txt $(CHROMIUM) $(NODE)
 	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm)) \
 	  >/dev/null 2>&1 || echo "could not install Node.js: make hub and the hub's tests need it"
 
-# The proxy, at the version hub/package-lock.json pins.
-$(HUB_PROXY): hub/package.json hub/package-lock.json
-	@if command -v npm >/dev/null; then npm ci --prefix hub --no-audit --no-fund --loglevel=error && touch $@; \
+# The proxy, at the version deploy/proxy/package-lock.json pins.
+$(HUB_PROXY): deploy/proxy/package.json deploy/proxy/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix deploy/proxy --no-audit --no-fund --loglevel=error && touch $@; \
 	else echo "no npm: the class hub's proxy is not installed (make hub and its tests need it)"; fi
 
 # A class hub on http://127.0.0.1:8000/ with demo accounts, until Ctrl-C (autograder/hub/; the instructor guide).

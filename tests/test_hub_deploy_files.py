@@ -1,5 +1,5 @@
 """The class hub's deployment files, checked as far as a machine without Kubernetes, helm or a Docker engine allows:
-the systemd unit runs the course's command (hub/jupyterhub.service), and the Zero to JupyterHub files (hub/k8s/) set
+the systemd unit runs the course's command (deploy/systemd/jupyterhub.service), and the Zero to JupyterHub files (deploy/k8s/) set
 up the same class as the one-machine hub: the same roles, scopes, course id, groups, login rule, exchange and idle
 culler as autograder/hub/jupyterhub_config.py, the formgrader service where the hub looks for it, the Dask path, and
 images that install exactly requirements.txt's pins and never give a student the reference solutions."""
@@ -32,8 +32,8 @@ from autograder.hub.accounts import ACCOUNT_NAME
 from autograder.hub.settings import COURSE_ID, SETTINGS_VARIABLE, HubSettings, LtiLogin, describe
 from autograder.paths import ROOT
 
-K8S = ROOT / "hub" / "k8s"
-UNIT = ROOT / "hub" / "jupyterhub.service"
+K8S = ROOT / "deploy" / "k8s"
+UNIT = ROOT / "deploy" / "systemd" / "jupyterhub.service"
 GUIDE = ROOT / "docs" / "instructor-guide.md"
 MANIFESTS = ["exchange-volume.yaml", "formgrader.yaml", "dask.yaml"]
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
@@ -41,7 +41,7 @@ MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 
 
 def values() -> dict:
-    """hub/k8s/config.yaml: the chart's values."""
+    """deploy/k8s/config.yaml: the chart's values."""
     return yaml.safe_load((K8S / "config.yaml").read_text())
 
 
@@ -51,7 +51,7 @@ def manifests() -> list[dict]:
 
 def of_kind(kind: str, name: str) -> dict:
     found = [doc for doc in manifests() if doc["kind"] == kind and doc["metadata"]["name"] == name]
-    assert len(found) == 1, f"hub/k8s/ has {len(found)} {kind} named {name}"
+    assert len(found) == 1, f"deploy/k8s/ has {len(found)} {kind} named {name}"
     return found[0]
 
 
@@ -85,7 +85,7 @@ def run_extra_config(chart_values: dict) -> tuple[Config, dict]:
     config.JupyterHub.services = []
     namespace = {"c": config, "get_config": z2jh_get_config(chart_values)}
     for key, code in sorted(chart_values["hub"]["extraConfig"].items()):
-        exec(compile(code, f"hub/k8s/config.yaml hub.extraConfig {key}", "exec"), namespace)  # noqa: S102
+        exec(compile(code, f"deploy/k8s/config.yaml hub.extraConfig {key}", "exec"), namespace)  # noqa: S102
     return config, namespace
 
 
@@ -123,8 +123,8 @@ def test_every_manifest_is_a_kubernetes_object_with_a_name():
     assert {doc["kind"] for doc in docs} >= {"PersistentVolumeClaim", "Deployment", "Service", "NetworkPolicy"}
     for doc in docs:
         for key in ("apiVersion", "kind", "metadata"):
-            assert doc.get(key), f"hub/k8s/: an object without {key}: {str(doc)[:200]}"
-        assert doc["metadata"].get("name"), f"hub/k8s/: a {doc['kind']} without metadata.name"
+            assert doc.get(key), f"deploy/k8s/: an object without {key}: {str(doc)[:200]}"
+        assert doc["metadata"].get("name"), f"deploy/k8s/: a {doc['kind']} without metadata.name"
         assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "transformers-from-scratch"
 
 
@@ -281,7 +281,7 @@ def test_each_student_runs_as_an_account_of_their_own(tmp_path):
 
 
 def nss_wrapper_run(tmp_path: Path, env: dict, code: str, uid: int = 0) -> str:
-    """`code` run by the system's Python through the images' entrypoint (hub/k8s/entrypoint.sh), as `uid`."""
+    """`code` run by the system's Python through the images' entrypoint (deploy/k8s/entrypoint.sh), as `uid`."""
     if not any(Path(folder).glob("**/libnss_wrapper.so*") for folder in ("/usr/lib", "/usr/lib64", "/lib64")):
         pytest.skip("no libnss_wrapper here (apt-get install libnss-wrapper): the images install it")
     if os.geteuid() != 0 or not shutil.which("setpriv") or not Path("/usr/bin/python3").exists():
@@ -432,13 +432,13 @@ def test_the_students_image_holds_no_reference_solution():
     assert not [p for p in packages if not p.startswith("course")], "pip install . would give students more than course"
     environment = dockerfile_stages()["environment"]
     assert [line.split()[1:-1] for line in environment if line.startswith(("COPY", "ADD"))] == \
-        [["requirements.txt", "requirements-nodeps.txt"], ["hub/k8s/entrypoint.sh"]]
+        [["requirements.txt", "requirements-nodeps.txt"], ["deploy/k8s/entrypoint.sh"]]
 
 
 def test_the_images_never_take_a_terms_students_files():
     ignored = set((K8S / "Dockerfile.dockerignore").read_text().split())
     for name in ("submitted", "autograded", "feedback", "gradebook.db", "grades.csv", "lms", "archive", "downloaded",
-                 ".venv", "hub/class", "hub/node_modules"):
+                 ".venv", "demo-hub", "deploy/proxy/node_modules"):
         assert name in ignored, f"the grader image would take {name}"
 
 

@@ -25,8 +25,8 @@ def add_parser(commands) -> None:
         epilog="Settings (keys of --settings' JSON file; the demo sets root, password, students, instructors, "
                "assignments):\n" + describe())
     hub.add_argument("--settings", type=Path, help="a settings.json for a real class (default: the demo)")
-    hub.add_argument("--root", type=Path, default=ROOT / "hub" / "class",
-                     help="the demo hub's folder (default hub/class/); a real class's is in its settings")
+    hub.add_argument("--root", type=Path, default=ROOT / "demo-hub",
+                     help="the demo hub's folder (default demo-hub/); a real class's is in its settings")
     hub.add_argument("--port", type=int, default=8000, help="the demo's port on 127.0.0.1 (default 8000)")
     hub.set_defaults(run=run)
 

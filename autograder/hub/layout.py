@@ -100,7 +100,7 @@ def _nbgrader_config(settings: HubSettings, *lines: str) -> str:
 
 def write_jupyter_settings(settings: HubSettings) -> None:
     """etc/student/ and etc/grader/: the Jupyter and nbgrader settings of the students' servers and of formgrader
-    (also written into the Kubernetes images by hub/k8s/jupyter_settings.py)."""
+    (also written into the Kubernetes images by deploy/k8s/jupyter_settings.py)."""
     student, grader = settings.student_config, settings.grader_config
     for folder in (student / "labconfig", grader / "labconfig"):
         folder.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from autograder.paths import ROOT
 
 SETTINGS_VARIABLE = "TFS_HUB_SETTINGS"
 COURSE_ID = "transformers-from-scratch"
-PROXY = ROOT / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"  # make setup's npm ci puts it there
+PROXY = ROOT / "deploy" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"  # make setup's npm ci puts it there
 
 
 def setting(meaning: str, default=None, factory=None):
@@ -65,7 +65,7 @@ class HubSettings:
     idle_timeout: int = setting('a server idle this many seconds is stopped (its files stay)', 3600)
     cull_every: int = setting('how often the idle culler looks, in seconds', 300)
     python: str = setting("the environment every account runs: the course's .venv", sys.prefix)
-    proxy: str = setting("configurable-http-proxy, from npm (make setup installs it under hub/node_modules)",
+    proxy: str = setting("configurable-http-proxy, from npm (make setup installs it under deploy/proxy/node_modules)",
                          str(PROXY))
     memory_mb: int = setting("each student's memory, all their kernels, terminals and /tmp files together (MiB); "
                              "a cell asking for more fails with a message, past it their kernel is restarted", 3072)

@@ -2,7 +2,7 @@
 one-machine hub (autograder/hub/layout.py), with the exchange where config.yaml mounts it. The Dockerfile runs it in
 a stage of its own and copies the students' settings into the singleuser image and the grader's into the grader image:
 
-    python hub/k8s/jupyter_settings.py OUT     # writes OUT/etc/student/ and OUT/etc/grader/
+    python deploy/k8s/jupyter_settings.py OUT     # writes OUT/etc/student/ and OUT/etc/grader/
 """
 from __future__ import annotations
 
@@ -32,5 +32,5 @@ def write(folder: Path) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        raise SystemExit("usage: python hub/k8s/jupyter_settings.py OUT (writes OUT/etc/student/ and OUT/etc/grader/)")
+        raise SystemExit("usage: python deploy/k8s/jupyter_settings.py OUT (writes OUT/etc/student/ and OUT/etc/grader/)")
     write(Path(sys.argv[1]))
