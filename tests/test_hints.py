@@ -168,3 +168,13 @@ def test_the_hints_leave_the_student_a_step_to_find(assignment):
     calls (02's attention, 03's padding_mask, 06's reversal_batch and 07's chunk all did)."""
     recipes = whole_recipes(_notebook(SOURCE, assignment))
     assert not recipes, "\n".join(recipes)
+
+
+@pytest.mark.parametrize("assignment", NOTEBOOKS)
+def test_no_student_text_sends_the_student_to_the_course_spec(assignment):
+    """A student has no course specification, only the notebook: no markdown of a release notebook names one (07's
+    first tokenize hint said "The course spec names the tool"; a hint names the tool or the idea itself)."""
+    said = [f"{grade_id(cell)}: {line.strip()}" for cell in _notebook(RELEASE, assignment).cells
+            if cell.cell_type == "markdown" for line in cell.source.splitlines()
+            if re.search(r"\bspec(ification)?s?\b", line, re.I)]
+    assert not said, "\n".join(said)

@@ -78,6 +78,7 @@ def test_06s_generation_numbers_are_what_its_cell_prints(trained, capsys):
     assert all(model.training for model in models.values()), "each model's mode is put back"
 
 
+@pytest.mark.every_cpu
 def test_a_two_token_window_in_two_layers_reads_two_tokens_back():
     """leak_explain: a mask that lets each position see only itself and the token before it, in 06's two layers, makes
     the output at position t depend on tokens t - 2 to t: changing token t - 2 changes it, changing t - 3 or anything
