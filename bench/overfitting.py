@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from autograder.reference import shakespeare as ref  # noqa: E402
+from autograder.authoring.reference import shakespeare as ref  # noqa: E402
 from bench.shakespeare import data, SEQ_LEN  # noqa: E402
 from course.training import train_language_model  # noqa: E402
 

@@ -27,7 +27,7 @@ import torch
 from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from autograder.reference.transformer import DecoderOnlyTransformer  # noqa: E402
+from autograder.authoring.reference.transformer import DecoderOnlyTransformer  # noqa: E402
 from bench import reversal, shakespeare  # noqa: E402
 
 VOCABULARY_07 = 30_607  # the distinct tokens of the 42 works (notebook 07 prints it)

@@ -123,7 +123,7 @@ def calls_the_reference(nb):  # the module name built at run time, so only the g
     cell = nb.cells[_index(nb, "token_and_position_embedding")]
     cell.source = (
         "import importlib\n\n"
-        "answer = importlib.import_module('autograder.' + 'reference.positional_encoding')\n"
+        "answer = importlib.import_module('autograder.' + 'authoring.reference.positional_encoding')\n"
         "TokenAndPositionEmbedding = answer.TokenAndPositionEmbedding  # the reference's own layer, unwrapped\n")
 
 
