@@ -1,6 +1,6 @@
-"""The similarity screen (issues 31 and 40) on two corpora of honest solutions and copies: tests/similarity_corpus.py
-and tests/similarity_corpus_b.py (a class built apart, with its own sources and disguises, that the scoring was not
-tuned on).
+"""The similarity screen (issues 31, 40 and 52) on two corpora of honest solutions and copies:
+tests/similarity_corpus.py and tests/similarity_corpus_b.py (a class built apart, with its own sources and
+disguises). tests/test_similarity_rewrites.py has the third corpus, of copies rewritten by hand.
 
 Hand-ins are written with nbformat into a scratch folder laid out as grading lays them out; nothing is graded. The
 corpora prove the ranking and the flags (every copy flagged, as a pair or against the public file it came from; at
@@ -10,6 +10,7 @@ line runs twice under different hash seeds and must write the same files.
 """
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import subprocess
@@ -22,8 +23,7 @@ import pytest
 from autograder.paths import notebook_path
 from autograder.similarity import collect
 from autograder.similarity.fingerprints import fingerprint
-from autograder.similarity.scoring import (CORROBORATED, exercise_evidence, is_short, length_weight,
-                                           student_pairs)
+from autograder.similarity.scoring import CORROBORATED, exercise_evidence, is_short, length_weight, student_pairs
 from autograder.similarity.screen import screen
 from autograder.similarity.table import NOT_A_VERDICT
 from course.about import NOTEBOOKS
@@ -78,8 +78,8 @@ def test_every_copy_is_flagged_as_a_pair_or_against_its_public_file_and_no_hones
         else:
             assert pair is not None and pair.flagged, f"{copier} (a copy of {original}) is not flagged"
     honest_pairs = [p for p in found.pairs if _honest(p, copies)]
-    assert len(found.students) == 14 and len(honest_pairs) > 20
-    assert [f"{p.first}-{p.second}" for p in honest_pairs if p.flagged] == []
+    assert len(found.students) == 14
+    assert [f"{p.first}-{p.second}" for p in honest_pairs if p.flagged or p.worth_a_look] == []
     assert found.pairs[0].first == "copy_renamed" and found.pairs[0].second == "loops"
     assert found.pairs[0].evidence > 4 * found.pairs[0].threshold
 
@@ -148,10 +148,10 @@ def test_short_is_measured_in_what_the_student_wrote_and_one_exercise_never_flag
                                   'print("ids shape", ids.shape, "seq_len", seq_len)\n\n'
                                   'return ids[: n * seq_len].view(n, seq_len)'])
     short, printed = fingerprint(plain, "a", stub=stub), fingerprint(padded, "b", stub=stub)
-    assert len(printed.hash_idx) > 1.5 * len(short.hash_idx)  # the prints add fingerprints ...
-    assert printed.written == short.written and is_short(printed.written)  # ... not what the student wrote
+    assert printed.hashes == short.hashes and printed.surface.hashes == short.surface.hashes  # prints add nothing
+    assert printed.written == short.written and is_short(printed.written)  # ... to what the student wrote either
     assert length_weight(short.written) < 0.5
-    assert exercise_evidence(1.0, 0.0, 100, short.written) < 0.5  # a whole short cell shared weighs little
+    assert exercise_evidence(1.0, short.written) < 0.5  # a whole short cell shared weighs little
     assert max(m.evidence for p in found.pairs for m in p.matches) <= 1.0 < CORROBORATED
 
 
@@ -205,13 +205,19 @@ def test_the_command_ranks_the_same_under_any_hash_seed_and_writes_offline_pages
         assert (first / name).read_text() == (second / name).read_text()
     pages = sorted(p.relative_to(first) for p in first.glob("*/*.html"))
     assert pages == sorted(p.relative_to(second) for p in second.glob("*/*.html"))
-    flagged = [row for name in ("similarity.csv", "references.csv")
-               for row in (first / name).read_text().splitlines() if ",yes," in row]
-    assert len(pages) == len(flagged) == 1 + 12  # a page for each flagged pair: the copy of loops, 12 attributions
+    rows = [row for name in ("similarity.csv", "references.csv")
+            for row in csv.DictReader((first / name).read_text().splitlines())]
+    flagged = [row for row in rows if row["flagged"] == "yes"]
+    look = [row for row in rows if row["worth_a_look"] == "yes"]
+    assert len(flagged) == 1 + 12  # the copy of loops, and the six public sources and their copies against them
+    assert len(pages) == len(flagged) + len(look) and {row["page"] for row in flagged + look} == {
+        p.as_posix() for p in pages}  # a page for each flagged pair and each pair worth a look
     stdout = outputs[0][0]
     assert NOT_A_VERDICT in stdout and "FLAGGED" in stdout and "public/nanogpt.py" in stdout
-    rows = (first / "similarity.csv").read_text().splitlines()
-    assert rows[0].startswith("rank,kind,first,second,evidence,flagged") and len(rows) > 20
+    rows = list(csv.DictReader((first / "similarity.csv").read_text().splitlines()))
+    evidence = [float(row["evidence"]) for row in rows]
+    assert (rows[0]["first"], rows[0]["second"]) == ("copy_renamed", "loops") and evidence == sorted(evidence)[::-1]
+    assert min(evidence) > 0  # every pair with any evidence, and only those
     page = (first / "pairs" / "copy_renamed--loops.html").read_text()
     assert NOT_A_VERDICT in page and page.count("<mark>") > 20
     for path in pages:  # nothing a browser would fetch: no script, no stylesheet or image from anywhere

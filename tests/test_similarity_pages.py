@@ -1,5 +1,6 @@
-"""The similarity screen's pages (issue 40): they fit any window, and a reference page shows the matched passages
-of the file with their line numbers, not the whole file in every section.
+"""The similarity screen's pages (issues 40 and 52): they fit any window, a reference page shows the matched
+passages of the file with their line numbers, not the whole file in every section, and a copy rewritten by hand is
+marked line by line on both sides.
 
 A tiny class, no grading: two students hand in the same three exercises of notebook 04 (one long line in them, as
 a student's long comment or expression would be), and a reference folder holds a long public file with those
@@ -10,6 +11,7 @@ tests/browser.py) a real browser also measures that nothing runs off the screen 
 from __future__ import annotations
 
 import functools
+import random
 import re
 import shutil
 
@@ -19,6 +21,7 @@ from autograder.paths import RELEASE
 from autograder.similarity.pages import pair_page
 from autograder.similarity.screen import screen
 from tests import similarity_corpus as corpus
+from tests import similarity_corpus_c as corpus_c
 from tests.browser import browser  # noqa: F401 (a fixture)
 
 ASSIGNMENT = "04_attention_block"
@@ -89,6 +92,28 @@ def test_a_reference_page_shows_the_matched_passages_with_their_lines_not_the_wh
         assert f"{total} lines" in section
     # The file's passages stand where a classmate's cell stands on a pair page; the whole file is not repeated.
     assert len(reference) < 1.5 * len(pair) and 2 * len(reference) < len(text) * len(sections)
+
+
+def test_a_copy_rewritten_by_hand_is_flagged_and_marked_line_by_line_on_both_sides(tmp_path):
+    """ben hands in ana's three exercises rewritten by hand (tests/similarity_corpus_c.py, strongly: API forms,
+    temporaries, loops, order, dead code, all re-printed): the page marks the lines of each side that the other
+    shares once both are rewritten into one form, though they read differently."""
+    root = tmp_path / "course"
+    shutil.copytree(RELEASE, root / "release")
+    cells = copied_cells()
+    rng = random.Random(0)
+    corpus.write_hand_in(root, "ana", cells)
+    corpus.write_hand_in(root, "ben", {e: corpus_c.rewritten(code, "strong", rng) for e, code in cells.items()})
+    found = screen(root, [ASSIGNMENT])
+    pair = found.pairs[0]
+    assert (pair.first, pair.second) == ("ana", "ben") and pair.flagged
+    assert {m.exercise for m in pair.matched} == set(EXERCISES) and {m.form for m in pair.matched} == {"rewritten"}
+    page = pair_page(pair, found.cells, found.cells)
+    for section in page.split("<h3>")[1:]:
+        ana, ben = section.split('<div><b>')[1:3]
+        marked = [side.count('<span class="line">') and side.count("<mark>") / side.count('<span class="line">')
+                  for side in (ana, ben)]
+        assert min(marked) > 0.3, (section[:80], marked)  # most lines of each side are marked
 
 
 @pytest.mark.parametrize("width", WIDTHS)

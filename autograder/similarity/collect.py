@@ -47,10 +47,10 @@ def solution_code(notebook) -> dict[str, str]:
     return found
 
 
-def release_code(release_notebook: Path) -> str:
+def release_code(release_notebook: Path) -> list[str]:
     """Every code cell of the notebook the students were given, stubs included: boilerplate, never evidence."""
     notebook = nbformat.read(release_notebook, as_version=4)
-    return "\n\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
 
 
 def release_stubs(release_notebook: Path) -> dict[str, str]:

@@ -1,13 +1,11 @@
-"""Fingerprints of a piece of code, by the `copydetect` library: winnowing (Schleimer, Wilkerson and Aiken, 2003, the
-method of MOSS) over normalised tokens.
+"""Fingerprints of a piece of code: winnowing (Schleimer, Wilkerson and Aiken, 2003, the method of MOSS) over its
+canonical tokens (`canonical`).
 
-copydetect's tokeniser (Pygments) turns every variable name into `V`, every function name into `F`, every string
-into `S` and drops comments and spacing, so renamed variables, rewritten comments and new spacing change nothing;
-its winnowing keeps one hash per window of k-grams, so every passage of at least `GUARANTEE_THRESHOLD` normalised
-characters that two pieces share is found. One step is ours: copydetect hashes k-grams with Python's `hash()`, which
-is salted per process (PYTHONHASHSEED), so the fingerprints it keeps, and the scores, change from run to run (three
-seeds gave 0.31, 0.30 and 0.33 for the same pair). `stable_kgram_hashes` hashes them with BLAKE2b instead; the
-winnowing and the matching are the library's, unchanged.
+Every run of `K` canonical tokens is hashed (BLAKE2b, the same in every process, unlike Python's salted `hash()`)
+and `copydetect`'s winnowing keeps one hash of every `WINDOW` in a row, so every passage of at least
+`K + WINDOW - 1` tokens that two pieces of code share is found. Since the tokens are the canonical form's, a
+passage is shared whether it was renamed, reworded, re-printed or rewritten in another API form; each fingerprint
+knows the lines of the code handed in that its tokens came from, for the pair pages.
 """
 from __future__ import annotations
 
@@ -19,44 +17,46 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from copydetect.utils import filter_code, get_token_coverage, winnow
+from copydetect.utils import winnow
 
-# copydetect's defaults: matches shorter than the noise threshold (k, in normalised characters) are ignored, and
-# every match at least the guarantee threshold long is found (window = guarantee - noise + 1).
-NOISE_THRESHOLD = 25
-GUARANTEE_THRESHOLD = 30
-WINDOW = GUARANTEE_THRESHOLD - NOISE_THRESHOLD + 1
+from autograder.similarity.canonical import canonical
+
+K = 12  # tokens a fingerprint covers (a short line of code)
+WINDOW = 4  # winnowing keeps one fingerprint of every WINDOW in a row: every shared run of K + WINDOW - 1 is found
 
 
-def stable_kgram_hashes(text: str, k: int = NOISE_THRESHOLD) -> np.ndarray:
-    """The hash of every k-gram of `text`, the same in every process: 53 bits of BLAKE2b (exact as the float64s
+def kgram_hashes(tokens: tuple[str, ...], k: int = K) -> np.ndarray:
+    """The hash of every run of `k` tokens, the same in every process: 53 bits of BLAKE2b (exact as the float64s
     that copydetect's winnowing compares)."""
-    return np.array([int.from_bytes(hashlib.blake2b(text[i:i + k].encode(), digest_size=8).digest(), "big") >> 11
-                     for i in range(len(text) - k + 1)], dtype=np.int64)
+    return np.array([int.from_bytes(hashlib.blake2b("\x1f".join(tokens[i:i + k]).encode(), digest_size=8).digest(),
+                                    "big") >> 11 for i in range(len(tokens) - k + 1)], dtype=np.int64)
 
 
 @dataclass
 class Fingerprint:
-    """A piece of code and its winnowed fingerprints, with the attributes `copydetect.compare_files` reads (so the
-    library also finds the matching passages in the original code for the pair pages)."""
+    """A piece of code and its winnowed fingerprints."""
     filename: str
     raw_code: str
-    filtered_code: str  # the normalised code the hashes are taken over
-    offsets: np.ndarray  # copydetect's map from the normalised code back to the original
-    hash_idx: dict = field(repr=False)  # hash -> its positions in the normalised code (boilerplate removed)
-    k: int = NOISE_THRESHOLD
+    positions: dict = field(repr=False)  # hash -> the token positions where its run starts (boilerplate out)
+    lines: tuple = field(repr=False)  # for each canonical token, the lines of `raw_code` it came from
     hashes: set = field(default_factory=set)  # the fingerprints that count (boilerplate, and later shared code, out)
     written: int = 0  # what the student wrote, in code tokens (`written_tokens`)
-
-    @property
-    def token_coverage(self) -> float:
-        """How many normalised characters the counted fingerprints cover (copydetect's denominator)."""
-        return get_token_coverage({h: self.hash_idx[h] for h in self.hashes}, self.k, len(self.filtered_code))
+    surface: "Fingerprint | None" = None  # the same code's fingerprints in the surface form (`canonical`)
+    k: int = K
 
     def without(self, hashes: set) -> "Fingerprint":
-        """The same code with `hashes` no longer counted."""
-        return Fingerprint(self.filename, self.raw_code, self.filtered_code, self.offsets, self.hash_idx, self.k,
-                           self.hashes - hashes, self.written)
+        """The same code with `hashes` no longer counted (in either form)."""
+        return Fingerprint(self.filename, self.raw_code, self.positions, self.lines, self.hashes - hashes,
+                           self.written, self.surface.without(hashes) if self.surface else None, self.k)
+
+    def lines_of(self, hashes: set) -> set[int]:
+        """The lines of the code handed in that the runs of `hashes` came from."""
+        found: set[int] = set()
+        for value in hashes & self.hashes:
+            for start in self.positions.get(value, ()):
+                for token_lines in self.lines[start:start + self.k]:
+                    found |= token_lines
+        return found
 
 
 _LAYOUT = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
@@ -101,37 +101,40 @@ def written_tokens(code: str, stub: str = "") -> int:
     return sum((code_tokens(code) - code_tokens(stub)).values())
 
 
-def normalised(code: str) -> tuple[str, np.ndarray]:
-    """copydetect's normalised form of Python `code` and its offsets back to the original."""
-    return filter_code(code, "code.py", language="python")
-
-
-def winnowed(filtered: str) -> dict[int, list[int]]:
-    """hash -> positions of the fingerprints winnowing keeps of normalised code."""
-    if len(filtered) < NOISE_THRESHOLD:
+def winnowed(tokens: tuple[str, ...]) -> dict[int, list[int]]:
+    """hash -> token positions of the fingerprints winnowing keeps."""
+    if len(tokens) < K:
         return {}
-    hashes, positions = winnow(stable_kgram_hashes(filtered), WINDOW, remove_duplicates=False)
+    hashes, positions = winnow(kgram_hashes(tokens), WINDOW, remove_duplicates=False)
     kept: dict[int, list[int]] = {}
     for value, position in zip(hashes.tolist(), positions.tolist()):
         kept.setdefault(value, []).append(position)
     return kept
 
 
-def all_kgram_hashes(code: str) -> set[int]:
-    """Every k-gram hash of `code` (not only the winnowed ones): what boilerplate is taken as, so that a student's
-    fingerprint of released code is removed wherever the window put it."""
-    filtered, _ = normalised(code)
-    return set(stable_kgram_hashes(filtered).tolist()) if len(filtered) >= NOISE_THRESHOLD else set()
+def all_kgram_hashes(code: str, pieces: bool = False) -> set[int]:
+    """Every run's hash of `code` in both forms (not only the winnowed ones): what boilerplate and a reference file
+    are taken as, so that a student's fingerprint of their code is found wherever the window put it."""
+    found = set()
+    for surface in (False, True):
+        tokens = canonical(code, surface, pieces).tokens
+        found |= set(kgram_hashes(tokens).tolist()) if len(tokens) >= K else set()
+    return found
 
 
-def fingerprint(code: str, filename: str, boilerplate: set[int] = frozenset(), stub: str = "") -> Fingerprint:
-    """The fingerprints of `code`, those of `boilerplate` (released code) left out, and how much of it the student
-    wrote beyond the release's `stub` of the cell."""
-    filtered, offsets = normalised(code)
-    positions = winnowed(filtered)
-    kept = {h: p for h, p in positions.items() if h not in boilerplate}
-    return Fingerprint(filename, code, filtered, offsets, kept, NOISE_THRESHOLD, set(kept),
-                       written_tokens(code, stub) if stub else 0)
+def fingerprint(code: str, filename: str, boilerplate: set[int] = frozenset(), stub: str = "",
+                pieces: bool = False) -> Fingerprint:
+    """The fingerprints of `code` in both forms, those of `boilerplate` (released code) left out, and how much of
+    it the student wrote beyond the release's `stub` of the cell. `pieces`: a long file made canonical one top-level
+    statement at a time (`canonical`)."""
+    written = written_tokens(code, stub) if stub else 0
+    forms = []
+    for surface in (True, False):
+        found = canonical(code, surface, pieces)
+        positions = {h: p for h, p in winnowed(found.tokens).items() if h not in boilerplate}
+        forms.append(Fingerprint(filename, code, positions, found.lines, set(positions), written,
+                                 forms[0] if forms else None))
+    return forms[1]
 
 
 _BOILERPLATE: dict = {}  # a worker's copy of the boilerplate, by key (set once per worker by `_keep_boilerplate`)
@@ -149,7 +152,7 @@ def _fingerprint_item(item: tuple[str, str, str, str]) -> Fingerprint:
 
 def fingerprint_all(items: list[tuple[str, str, str, str]], boilerplate: dict, jobs: int = 1) -> list[Fingerprint]:
     """The fingerprints of each `(code, filename, boilerplate key, the release's stub of the cell)` in order, on
-    `jobs` processes (tokenising is most of the screen's time); the result does not depend on `jobs`."""
+    `jobs` processes; the result does not depend on `jobs`."""
     if jobs <= 1 or len(items) < 50:
         _keep_boilerplate(boilerplate)
         return [_fingerprint_item(item) for item in items]

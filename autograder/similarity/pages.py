@@ -1,7 +1,8 @@
-"""One HTML page per flagged pair: the two solutions of each matched exercise side by side, the passages they share
-marked (found by `copydetect.compare_files` and marked by `copydetect.utils.highlight_overlap`), every line
-numbered. A student's cell is shown whole; a reference file, often thousands of lines long, only by its matched
-passages, each with `CONTEXT_LINES` lines around it and its line range.
+"""One HTML page per flagged pair and per pair worth a look: the two solutions of each matched exercise side by side,
+the lines behind what they share marked (`Fingerprint.lines_of`, in the form of the code that weighed most, marked
+by `copydetect.utils.highlight_overlap`), every line numbered. A student's cell is shown whole; a reference file,
+often thousands of lines long, only by its matched passages, each with `CONTEXT_LINES` lines around it and its line
+range.
 
 A page is one self-contained file: its style is inline and it has no script at all, so it opens offline, from a
 USB stick or an archive, and loads nothing from a network. The two columns share the window's width and long lines
@@ -16,11 +17,10 @@ from bisect import bisect_right
 from pathlib import Path
 
 import numpy as np
-from copydetect import compare_files
 from copydetect.utils import highlight_overlap
 
-from autograder.similarity.fingerprints import NOISE_THRESHOLD, Fingerprint
-from autograder.similarity.scoring import ExerciseMatch, PairEvidence
+from autograder.similarity.fingerprints import Fingerprint
+from autograder.similarity.scoring import FORMS, ExerciseMatch, PairEvidence
 from autograder.similarity.table import HOW_TO_READ, NOT_A_VERDICT, strongest
 
 # minmax(0, 1fr): a column is never wider than its half, whatever its longest line (1fr alone grows to fit it).
@@ -118,16 +118,43 @@ def matched_passages(code: str, slices: np.ndarray) -> str:
             f"{shown}")
 
 
+def line_slices(code: str, lines: set[int]) -> np.ndarray:
+    """copydetect's slices (2 x N character starts and ends) of `lines` of `code` (counted from 1), a run of
+    neighbouring lines as one slice."""
+    starts = [0] + [newline.end() for newline in re.finditer("\n", code)]
+    ends = [start - 1 for start in starts[1:]] + [len(code)]
+    runs: list[list[int]] = []
+    for line in sorted(n for n in lines if 1 <= n <= len(starts)):
+        if runs and line == runs[-1][1] + 1:
+            runs[-1][1] = line
+        else:
+            runs.append([line, line])
+    if not runs:
+        return np.array([], dtype=np.int64)
+    return np.array([[starts[a - 1] for a, _ in runs], [ends[b - 1] for _, b in runs]], dtype=np.int64)
+
+
+def shared_slices(match: ExerciseMatch, first: Fingerprint, second: Fingerprint) -> tuple[np.ndarray, np.ndarray]:
+    """The lines of each side behind the fingerprints both hold, in the form of the code `match` was found in."""
+    def form(fingerprint: Fingerprint) -> Fingerprint:
+        return fingerprint.surface if match.form == FORMS[0] and fingerprint.surface else fingerprint
+    a, b = form(first), form(second)
+    both = a.hashes & b.hashes
+    return line_slices(a.raw_code, a.lines_of(both)), line_slices(b.raw_code, b.lines_of(both))
+
+
 def exercise_section(match: ExerciseMatch, first: Fingerprint, second: Fingerprint, names: tuple[str, str],
                      against_file: bool) -> str:
     """One matched exercise: the first's cell beside the second's (the whole cell, or a reference file's matched
     passages when `against_file`)."""
-    _, _, (slices_first, slices_second) = compare_files(first, second)
+    slices_first, slices_second = shared_slices(match, first, second)
     right = (matched_passages if against_file else whole_code)(second.raw_code, slices_second)
     short = " &middot; short in what its student wrote, so it counts for less" if match.short else ""
+    form = (" &middot; found once both are rewritten into one form (API forms, temporaries, loops and order made "
+            "one): the code may read differently") if match.form == FORMS[1] else ""
     return (f"<h3>{html.escape(match.assignment)} / {html.escape(match.exercise)}</h3>"
             f"<p>evidence {match.evidence:.2f} of at most 1 &middot; {match.matched} shared fingerprints, {match.overlap:.0%} of "
-            f"the smaller answer{short}</p>"
+            f"the smaller answer{short}{form}</p>"
             f'<div class="side"><div><b>{html.escape(names[0])}</b>{whole_code(first.raw_code, slices_first)}</div>'
             f"<div><b>{html.escape(names[1])}</b>{right}</div></div>")
 
@@ -145,25 +172,30 @@ def pair_page(pair: PairEvidence, cells: dict, others: dict) -> str:
                        for m in pair.matched)
     against = "reference file" if against_file else "student"
     title = f"{pair.first} and {pair.second}"
+    standing = (f"flagged from {pair.threshold:.2f}" if pair.flagged else
+                f"worth a look from {pair.look_threshold:.2f}, flagged from {pair.threshold:.2f}")
+    twins = (f" The same code once rewritten into one form in {pair.twins} exercises, where this class makes "
+             f"{pair.expected_twins:.1f} likely: {pair.corroboration:.2f} of the evidence." if pair.corroboration
+             else "")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body>"
             f"<h1>Similarity: {html.escape(pair.first)} and {html.escape(pair.second)} ({against})</h1>"
             f'<p class="note"><b>{html.escape(NOT_A_VERDICT)}</b></p>'
-            f"<p>Evidence {pair.evidence:.2f} (flagged above {pair.threshold:.2f}) over {len(pair.matched)} matched "
-            f"exercises of {pair.answered_both} answered by both; strongest: {html.escape(strongest(pair))}.</p>"
-            f"<p><small>{html.escape(HOW_TO_READ)} Marked: passages of at least {NOISE_THRESHOLD} normalised "
-            "characters (names, comments and spacing ignored) both hold, the release notebook's code and the class's "
-            "shared code left out.</small></p>"
+            f"<p>Evidence {pair.evidence:.2f} ({standing}) over {len(pair.matched)} matched "
+            f"exercises of {pair.answered_both} answered by both; strongest: {html.escape(strongest(pair))}."
+            f"{html.escape(twins)}</p>"
+            f"<p><small>{html.escape(HOW_TO_READ)} Marked: the lines behind what the two share, the release "
+            "notebook's code and the class's shared code left out.</small></p>"
             f'<table class="summary"><tr><th>notebook</th><th>exercise</th><th>evidence</th><th>of the smaller'
             f"</th><th></th></tr>{rows}</table>{sections}</body></html>")
 
 
 def write_pages(folder: Path, pairs: list[PairEvidence], cells: dict, others: dict) -> dict[tuple[str, str], Path]:
-    """A page for each flagged pair in `folder`; returns (first, second) -> its path."""
+    """A page for each flagged pair and each pair worth a look in `folder`; returns (first, second) -> its path."""
     folder.mkdir(parents=True, exist_ok=True)
     written = {}
     for pair in pairs:
-        if pair.flagged:
+        if pair.flagged or pair.worth_a_look:
             path = folder / page_name(pair.first, pair.second)
             path.write_text(pair_page(pair, cells, others), encoding="utf-8")
             written[(pair.first, pair.second)] = path

@@ -43,7 +43,7 @@ def screen(root: Path, assignments: list[str], reference_folders: list[Path] = (
     `set_aside_shared` off, code the class shares counts as much as code two students alone share and an overlap
     counts as it stands, not against the class's (a plain fingerprint tool; for tests and comparison)."""
     solutions, notes = collect.class_solutions(root, assignments)
-    boilerplate = {a: all_kgram_hashes(collect.release_code(notebook_path(root / "release", a)))
+    boilerplate = {a: set().union(*map(all_kgram_hashes, collect.release_code(notebook_path(root / "release", a))))
                    for a in assignments}
     stubs = {a: collect.release_stubs(notebook_path(root / "release", a)) for a in assignments}
     cells: dict[Exercise, dict[str, Fingerprint]] = defaultdict(dict)
@@ -54,18 +54,21 @@ def screen(root: Path, assignments: list[str], reference_folders: list[Path] = (
             cells[(solution.assignment, solution.exercise)][solution.student] = found
     shared, set_aside, kept = {}, {}, {}
     for exercise, by_student in sorted(cells.items()):
-        counts = shared_code.holders([f.hashes for f in by_student.values()])
-        shared[exercise] = shared_code.shared_fingerprints(counts, len(by_student)) if set_aside_shared else set()
+        shared[exercise] = set()
+        for form in ("canonical", "surface"):
+            counts = shared_code.holders([(f if form == "canonical" else f.surface).hashes
+                                          for f in by_student.values()])
+            shared[exercise] |= shared_code.shared_fingerprints(counts, len(by_student)) if set_aside_shared else set()
         set_aside[exercise] = len(shared[exercise])
         kept[exercise] = {student: f.without(shared[exercise]) for student, f in by_student.items()}
     files, reference_notes = collect.reference_files(list(reference_folders))
-    whole = {f.name: fingerprint(f.code, f.name) for f in files}
+    whole = {f.name: fingerprint(f.code, f.name, pieces=True) for f in files}
     reference_cells = {}
     for exercise in kept:
         removed = boilerplate[exercise[0]] | shared[exercise]
         reference_cells[exercise] = {name: f.without(removed) for name, f in whole.items()}
-    attributed = {exercise: set().union(*(f.hashes for f in by_file.values()))
-                  for exercise, by_file in reference_cells.items()}
+    held = set().union(*(all_kgram_hashes(f.code, pieces=True) for f in files))  # every run a file holds
+    attributed = {exercise: held for exercise in kept}
     pairs = student_pairs(kept, attributed, relative_to_class=set_aside_shared)
     references = reference_matches(kept, reference_cells)
     students = sorted({s.student for s in solutions})
@@ -77,12 +80,12 @@ class Written:
     """The files a screen wrote."""
     pairs_csv: Path
     references_csv: Path
-    pages: dict  # (first, second) -> page, for the flagged pairs and reference matches
+    pages: dict  # (first, second) -> page, for the flagged pairs and reference matches and those worth a look
 
 
 def write(found: Screen, out: Path) -> Written:
-    """similarity.csv and references.csv (every pair with evidence, ranked) and a page per flagged pair
-    (pairs/<first>--<second>.html, references/<student>--<file>.html) under `out`, made afresh."""
+    """similarity.csv and references.csv (every pair with evidence, ranked) and a page per flagged pair and per pair
+    worth a look (pairs/<first>--<second>.html, references/<student>--<file>.html) under `out`, made afresh."""
     for old in [*out.glob("pairs/*.html"), *out.glob("references/*.html")]:
         old.unlink()
     pages = write_pages(out / "pairs", found.pairs, found.cells, found.cells)
@@ -103,7 +106,7 @@ def summary(found: Screen, written: Written, out: Path) -> str:
     if found.notes:
         parts += ["Not compared:"] + [f"  {note}" for note in found.notes]
     parts += [f"Ranked pairs: {written.pairs_csv}", f"Reference matches: {written.references_csv}",
-              f"Pages of the flagged pairs ({len(written.pages)}): {out / 'pairs'}"
+              f"Pages of the flagged pairs and those worth a look ({len(written.pages)}): {out / 'pairs'}"
               + (f" and {out / 'references'}" if any(p.parent.name == 'references' for p in written.pages.values())
                  else "")]
     return "\n".join(parts)
