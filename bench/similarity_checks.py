@@ -35,7 +35,7 @@ def namespace() -> dict:
     """What a notebook's cells see: every reference solution and the notebooks' imports."""
     found: dict = {}
     for module in NOTEBOOKS.values():
-        found.update({k: v for k, v in vars(importlib.import_module(f"autograder.reference.{module}")).items()
+        found.update({k: v for k, v in vars(importlib.import_module(f"autograder.authoring.reference.{module}")).items()
                       if not k.startswith("__")})
     from course.progress_bar import progress
     found.update(F=torch.nn.functional, progress=progress)
