@@ -8,6 +8,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from autograder.hub.accounts import ClassAccounts
@@ -31,6 +32,40 @@ def remove_accounts(made: dict[str, int]) -> None:
         except KeyError:
             continue
         subprocess.run(["userdel", name], capture_output=True, text=True)
+
+
+TEST_HUBS = "/tmp/hub-"  # tests/hub.py's and test_hub.py's hub folders: tempfile.mkdtemp(prefix="hub-...", dir="/tmp")
+STALE_HOURS = 12  # no test's hub runs this long
+
+
+def remove_accounts_of_gone_test_hubs() -> list[str]:
+    """Remove the accounts a test's hub made and left when its run was killed before it could remove them (their
+    names would stop the next run's hub, as accounts the machine had before its class): those whose home is in a
+    test hub's folder that is gone, or untouched for STALE_HOURS with nothing running as them. Never a system
+    account nor one whose home is elsewhere, but for the demo's own names in the class's default range whose home is
+    gone (a demo hub's run under an earlier layout). The names removed."""
+    from autograder.hub.cli import DEMO_INSTRUCTORS, DEMO_STUDENTS
+    defaults = HubSettings(root="/nonexistent")
+    demo = {defaults.grader, *DEMO_STUDENTS, *DEMO_INSTRUCTORS}
+    removed = []
+    running = {int(line.split()[0]) for line in subprocess.run(["ps", "-e", "-o", "uid="], capture_output=True,
+                                                               text=True).stdout.split("\n") if line.strip()}
+    for entry in pwd.getpwall():
+        if entry.pw_uid < 1000:
+            continue
+        if not entry.pw_dir.startswith(TEST_HUBS):
+            if (entry.pw_name in demo and defaults.first_uid <= entry.pw_uid <= defaults.last_uid
+                    and not Path(entry.pw_dir).exists()):
+                subprocess.run(["userdel", entry.pw_name], capture_output=True, text=True)
+                removed.append(entry.pw_name)
+            continue
+        folder = Path("/tmp") / Path(entry.pw_dir).relative_to("/tmp").parts[0]
+        gone = not folder.exists()
+        stale = not gone and time.time() - folder.stat().st_mtime > STALE_HOURS * 3600 and entry.pw_uid not in running
+        if gone or stale:
+            subprocess.run(["userdel", entry.pw_name], capture_output=True, text=True)
+            removed.append(entry.pw_name)
+    return removed
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from autograder.hub import process
 from autograder.hub.cgroups import Tree
 from autograder.hub.cli import free_ports
 from autograder.hub.settings import PROXY, HubSettings
-from tests.class_accounts import made_by, remove_accounts
+from tests.class_accounts import made_by, remove_accounts, remove_accounts_of_gone_test_hubs
 
 PASSWORD = "hub-test-password"
 
@@ -51,6 +51,7 @@ def running_hub(tag: str, students: list[str], instructors: list[str], assignmen
     why = why_no_hub()
     if why:
         pytest.skip(why)
+    remove_accounts_of_gone_test_hubs()
     folder = Path(tempfile.mkdtemp(prefix=f"hub-{tag}-", dir="/tmp"))
     port, hub_port, proxy_api_port, formgrader_port = free_ports(4)
     hub = HubSettings(root=str(folder), port=port, hub_port=hub_port, proxy_api_port=proxy_api_port,
