@@ -496,6 +496,59 @@ def generate_python_lists_variant(model, prompt, max_new_tokens, temperature=1.0
     return torch.tensor(rows, dtype=torch.long, device=prompt.device)
 
 
+
+def generate_row_by_row_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    """Issue 51: each row of the prompt decoded on its own, one model call per row and token (a (1, T) batch), the
+    temperature and top-k applied to that row's vector of logits (sorted, the k-th value as the threshold), one
+    torch.multinomial per token. Correct, and B times the model calls of a batched loop."""
+    was_training = model.training
+    model.eval()
+    L = model.embedding.max_len
+    rows = []
+    with torch.no_grad():
+        for b in range(prompt.shape[0]):
+            row = prompt[b]
+            for _ in range(max_new_tokens):
+                logits = model(row[-L:].unsqueeze(0))[0, -1]
+                if temperature == 0:
+                    nxt = logits.argmax().reshape(1)
+                else:
+                    logits = logits / temperature
+                    if top_k is not None and top_k < logits.numel():
+                        threshold = torch.sort(logits, descending=True).values[top_k - 1]
+                        logits = torch.where(logits >= threshold, logits, torch.tensor(float("-inf"),
+                                                                                      device=logits.device))
+                    nxt = torch.multinomial(torch.softmax(logits, dim=0), 1, generator=generator)
+                row = torch.cat([row, nxt])
+            rows.append(row)
+    model.train(was_training)
+    return torch.stack(rows)
+
+
+def generate_top_k_per_row_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    """Issue 51: one model call per token for the whole batch, then a Python loop over the rows: each row's logits
+    top-k filtered by its own topk and sampled by its own torch.multinomial."""
+    was_training = model.training
+    model.eval()
+    tokens = prompt.clone()
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(tokens[:, -model.embedding.max_len:])[:, -1, :]
+            chosen = []
+            for row in logits:
+                if temperature == 0:
+                    chosen.append(int(row.argmax()))
+                    continue
+                row = row / temperature
+                if top_k is not None and top_k < row.shape[0]:
+                    values, indices = torch.topk(row, top_k)
+                    row = torch.full_like(row, float("-inf")).scatter(0, indices, values)
+                chosen.append(int(torch.multinomial(row.softmax(0), 1, generator=generator)))
+            tokens = torch.cat([tokens, torch.tensor(chosen, device=tokens.device)[:, None]], dim=1)
+    model.train(was_training)
+    return tokens
+
+
 class mask_on_default_device(ref.DecoderOnlyTransformer):  # causal_mask(T) without device=: the mask stays on the CPU
     def forward(self, tokens):
         mask = causal_mask(tokens.shape[-1])
@@ -603,6 +656,8 @@ VARIANTS = [
     ("DecoderBlock", decoder_block_buffer_variant),
     ("DecoderBlock", decoder_block_torch_norms_variant),
     ("generate", generate_python_lists_variant),
+    ("generate", generate_row_by_row_variant),
+    ("generate", generate_top_k_per_row_variant),
     ("DecoderOnlyTransformer", decoder_only_log_probabilities),
     ("DecoderOnlyTransformer", decoder_only_max_subtracted),
     ("EncoderDecoderTransformer", encoder_decoder_log_probabilities),
