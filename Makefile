@@ -48,8 +48,17 @@ $(HUB_PROXY): deploy/proxy/package.json deploy/proxy/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix deploy/proxy --no-audit --no-fund --loglevel=error && touch $@; \
 	else echo "no npm: the class hub's proxy is not installed (make hub and its tests need it)"; fi
 
+# JupyterLab's notice of a hand-in graded at submission (deploy/grade-notice/), built with JupyterLab's own builder
+# against the installed JupyterLab; the class hub gives it to every student. Never fatal: without npm, no notice.
+GRADE_NOTICE := deploy/grade-notice/labextension/package.json
+$(GRADE_NOTICE): deploy/grade-notice/package.json deploy/grade-notice/package-lock.json deploy/grade-notice/index.js $(STAMP)
+	@if command -v npm >/dev/null; then npm ci --prefix deploy/grade-notice --no-audit --no-fund --loglevel=error \
+	  && cd deploy/grade-notice && node node_modules/@jupyterlab/builder/lib/build-labextension.js \
+	  --core-path "$$($(CURDIR)/$(PY) -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging"))')" . >/dev/null; \
+	else echo "no npm: the class hub's students get no notice of a hand-in graded at submission"; fi
+
 # A class hub on http://127.0.0.1:8000/ with demo accounts, until Ctrl-C (autograder/hub/; the instructor guide).
-hub: $(STAMP) $(HUB_PROXY)
+hub: $(STAMP) $(HUB_PROXY) $(GRADE_NOTICE)
 	$(PY) -m autograder hub
 
 demo: $(STAMP)
@@ -66,7 +75,7 @@ $(COLAB_STAMP): $(STAMP) tests/colab_runtime.py
 # One pytest-xdist worker per core this process may use, at most 4 (each one grades whole classes); each test file
 # runs whole on one worker, the slowest first (tests/conftest.py).
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))")
-test: $(STAMP) $(COLAB_STAMP) $(HUB_PROXY)
+test: $(STAMP) $(COLAB_STAMP) $(HUB_PROXY) $(GRADE_NOTICE)
 	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 release: $(STAMP)

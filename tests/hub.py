@@ -7,6 +7,7 @@ it with npm)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -166,7 +167,14 @@ class Kernel:
 
     def run(self, code: str, timeout: float = 120) -> str:
         """`code`'s standard output; an AssertionError with the traceback when it raised."""
-        return asyncio.run(asyncio.wait_for(self._execute(code), timeout))
+        def execute() -> str:
+            return asyncio.run(asyncio.wait_for(self._execute(code), timeout))
+        try:
+            asyncio.get_running_loop()  # Playwright's sync API runs one in this thread: run beside it
+        except RuntimeError:
+            return execute()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(execute).result()
 
     def answer(self, code: str, timeout: float = 120) -> dict:
         """The JSON value `code` prints on its last line."""

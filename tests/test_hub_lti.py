@@ -14,6 +14,7 @@ import html
 import json
 import pwd
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -21,12 +22,13 @@ import pytest
 import requests
 from nbgrader.api import Gradebook
 
-from autograder.hub.accounts import ClassAccounts
+from autograder.hub.accounts import ClassAccounts, own_tree
 from autograder.hub.hooks import CONTEXT_CLAIM, DEPLOYMENT_CLAIM
 from autograder.hub.settings import LtiLogin
 from tests.browser import VIEWPORT, browser  # noqa: F401 (a fixture)
 from tests.class_accounts import machine_account
-from tests.hub import home_of, open_server, running_hub
+from tests.hub import Kernel, home_of, open_server, running_hub
+from tests.test_on_submit import hand_in, solved, wait_for
 from tests.lti_launch import CLIENT_ID, CONTEXT_ID, DEPLOYMENT_ID, INSTRUCTOR, ISSUER, LaunchPlatform, Person, \
     form_of, new_key
 from tests.test_lti_push import fill_in, run
@@ -47,6 +49,7 @@ PEOPLE = {
     "lti-prior": Person("lms-user-92", "lti-prior", given_name="Prior", family_name="Account"),
 }
 PRIOR = "lti-prior"  # a person's account on the machine from before the class: its LMS login has the same name
+SUBMITTED = "03_masking"  # handed in through the hub and graded at submission
 QUIZ = "lti-quiz"  # an assignment written into the hub's gradebook with nbgrader's API, for `lms push`
 
 
@@ -64,7 +67,9 @@ def lms(tmp_path_factory):
         login = LtiLogin(issuer=ISSUER, client_id=CLIENT_ID, jwks_endpoint=platform.jwks_url,
                          authorize_url=platform.authorize_url.replace("127.0.0.1", "localhost"),
                          deployment_ids=[DEPLOYMENT_ID], context_ids=[CONTEXT_ID])
-        with running_hub("lti", [], [], [], login="lti", lti=login) as hub:
+        # 03 graded at submission, each graded hand-in's score sent to the LMS (issue 51, item 3)
+        with running_hub("lti", [], [], [SUBMITTED], login="lti", lti=login,
+                         on_submit={"default": {"to_lms": "each"}}) as hub:
             platform.register_tool(hub.url)
             platform.people["the-grader"] = Person("lms-user-93", hub.grader)  # an LMS login named as the grader
             fill_in(config, platform)
@@ -156,6 +161,33 @@ def test_the_hub_user_is_the_gradebook_student_under_the_lms_id_and_lms_push_rea
     (taken,) = platform.store.scores.values()
     assert set(taken) == {"lms-user-7f3a9c"}, said
     assert taken["lms-user-7f3a9c"]["scoreGiven"] == 4 and taken["lms-user-7f3a9c"]["scoreMaximum"] == 5
+
+
+def test_a_hand_in_graded_at_submission_reaches_the_lms_once(lms):
+    """Grading at submission with the policy's to_lms "each" (autograder/on_submit): lti-ada hands in 03 from her own
+    server and nobody else acts; the service grades it and sends her score through `lms push` and its ledger, with
+    her written answer marked as not graded yet; a later push by the instructor sends nothing again."""
+    platform, hub, config = lms
+    folder = hub.course_dir / "lms"  # where `lms push` finds its config in the course directory
+    folder.mkdir(exist_ok=True)
+    for name in ("lti.toml", "lti-private-key.pem"):
+        shutil.copy(config.parent / name, folder / name)
+    own_tree(folder, hub.grader)
+    before = len(platform.scores_posted())
+    kernel = Kernel(hub, "lti-ada", session=launch(platform, "lti-ada").session)
+    try:
+        hand_in(kernel, hub.course_id, SUBMITTED, solved(SUBMITTED))
+        mine = wait_for(hub, kernel.session, "lti-ada", 1)
+    finally:
+        kernel.shut_down()
+    assert mine[0]["state"] == "graded" and mine[0]["score"].startswith("9/11"), mine
+    posted = [r["json"] for r in platform.scores_posted()[before:]]
+    assert [(p["userId"], p["scoreGiven"], p["scoreMaximum"], p["gradingProgress"]) for p in posted] == \
+        [("lms-user-7f3a9c", 9, 11, "PendingManual")], posted
+    code, said = run("lms", "push", "--config", str(folder / "lti.toml"), "--gradebook",
+                     str(hub.course_dir / "gradebook.db"), "--assignment", SUBMITTED)
+    assert code == 0, said
+    assert len(platform.scores_posted()) == before + 1, f"sent twice: {said}"
 
 
 def test_an_instructor_reaches_formgrader_and_a_learner_gets_403(lms):

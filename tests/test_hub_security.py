@@ -275,7 +275,8 @@ def test_a_hand_in_changed_into_a_link_after_its_check_is_not_followed(tmp_path,
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange import ExchangeError
 
-    from autograder.hub.owned_collect import OwnedCollect, foreign_reason
+    from autograder.handins.inbound import foreign_reason
+    from autograder.hub.owned_collect import OwnedCollect
 
     owner = pwd.getpwuid(os.getuid()).pw_name  # the files below are this account's own, as a student's are theirs
     secret = tmp_path / "source.ipynb"

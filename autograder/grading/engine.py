@@ -26,6 +26,7 @@ from autograder.grading import autograde_process
 from autograder.grading.gradebook_merge import merge_submission, snapshot, worker_gradebook
 from autograder.grading.job import TRY_AGAIN, Job, Limits, autograde_one
 from autograder.grading.ledger import Entry, Ledger, release_fingerprint
+from autograder.grading.lock import grading_lock
 from autograder.grading.verify import prepare
 from autograder.handins import handin, preflight
 from autograder.handins.handin import HandIn, not_a_student, students_in, submitted_folders
@@ -270,10 +271,20 @@ def job_for(root: Path, hand: HandIn, release: str, staging: Path) -> Job:
 
 
 def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True, show_progress: bool = True,
-          feedback: bool = True, limits: Limits = Limits(), scheduler: str | None = None) -> list[Outcome]:
+          feedback: bool = True, limits: Limits = Limits(), scheduler: str | None = None,
+          only: set[tuple[str, str]] | None = None, report: bool = True) -> list[Outcome]:
     """Autograde every submission of `assignments` under `root` with `jobs` nbgrader processes at a time (or, with
     `scheduler`, as tasks on that Dask cluster: autograder.grading.cluster), then generate feedback and export.
-    Resumable: what the ledger records as graded is not graded again."""
+    Resumable: what the ledger records as graded is not graded again. With `only`, just those (assignment, student)
+    hand-ins and their feedback pages (grading at submission: autograder.on_submit); with `report` False, no
+    grades.csv and no class report (which read the whole class). One grading at a time in `root`
+    (autograder.grading.lock): a second waits, saying for whom."""
+    with grading_lock(root, "python -m autograder grade", say=tqdm.write):
+        return _grade(root, assignments, jobs, quiet, show_progress, feedback, limits, scheduler, only, report)
+
+
+def _grade(root: Path, assignments: list[str], jobs: int, quiet: bool, show_progress: bool, feedback: bool,
+           limits: Limits, scheduler: str | None, only: set[tuple[str, str]] | None, report: bool) -> list[Outcome]:
     client = None
     if scheduler:
         from autograder.grading import cluster
@@ -285,7 +296,8 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     staging = root / GRADING_DIR / "handed-in"  # each hand-in's real files, copied: what preflight and nbgrader read
     shutil.rmtree(staging, ignore_errors=True)
     for hand in handin.hand_ins(root, assignments):
-        wanted.append(job_for(root, hand, releases[hand.assignment], staging))
+        if only is None or (hand.assignment, hand.student) in only:
+            wanted.append(job_for(root, hand, releases[hand.assignment], staging))
     done = _finished(root, ledger, wanted)
     before = ledger.entries()
     for job in wanted:
@@ -338,14 +350,19 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
             gb.update_or_create_student(student)
     if feedback:
         for assignment in progress(assignments, "feedback pages", "assignment", disable=not show_progress):
-            forked_nbgrader(root, "generate_feedback", assignment, "--force", quiet=quiet, check=False)
+            if only is None:
+                forked_nbgrader(root, "generate_feedback", assignment, "--force", quiet=quiet, check=False)
+            for student in sorted(s for a, s in only or () if a == assignment):
+                forked_nbgrader(root, "generate_feedback", assignment, f"--student={student}", "--force", quiet=quiet,
+                                check=False)
         jobs_of = {(job.assignment, job.student): job for job in wanted}
         for outcome in graded:  # nbgrader made no page for what it could not grade: a page that says why
             job = jobs_of.get((outcome.assignment, outcome.student))
             if outcome.status in ("refused", "unchanged") and outcome.reason and job and _refused(job):
                 refusal_pages(root, outcome, job.hand)
-        forked_nbgrader(root, "export", f"--to={root / 'grades.csv'}", quiet=quiet)
-        write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
+        if report:
+            forked_nbgrader(root, "export", f"--to={root / 'grades.csv'}", quiet=quiet)
+            write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
     return graded
 
 

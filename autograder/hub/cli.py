@@ -19,11 +19,12 @@ DEMO_INSTRUCTORS = ["teacher"]
 
 def add_parser(commands) -> None:
     from autograder.hub.settings import describe
+    from autograder.on_submit.policy import describe as describe_policy
     hub = commands.add_parser(
         "hub", help="start a class hub (JupyterHub with nbgrader, formgrader and an idle culler) until Ctrl-C",
         formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__,
         epilog="Settings (keys of --settings' JSON file; the demo sets root, password, students, instructors, "
-               "assignments):\n" + describe())
+               "assignments):\n" + describe() + "\n" + describe_policy())
     hub.add_argument("--settings", type=Path, help="a settings.json for a real class (default: the demo)")
     hub.add_argument("--root", type=Path, default=ROOT / "demo-hub",
                      help="the demo hub's folder (default demo-hub/); a real class's is in its settings")

@@ -8,17 +8,20 @@ Who can do what:
   instructors' group (formgrade-<course>) may open it;
 - the idle culler stops servers idle for `idle_timeout` seconds.
 """
+import json
 import os
 import sys
 from pathlib import Path
 
 from autograder.hub.accounts import ACCOUNT_NAME
+from autograder.hub.cli import free_ports
 from autograder.hub.hooks import login_hook, prepare_account
 from autograder.hub.layout import grader_environment
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 from autograder.hub.spawner import student_path
 
 settings = HubSettings.load(Path(os.environ[SETTINGS_VARIABLE]))
+ON_SUBMIT = "autograde"  # the service's name: its pages are /services/autograde/
 python = Path(settings.python)
 c = get_config()  # noqa: F821 (provided by JupyterHub)
 
@@ -110,6 +113,22 @@ c.JupyterHub.services = [
         "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.idle_timeout}",
                     f"--cull-every={settings.cull_every}"],
     },
+    # Grading at submission (autograder.on_submit): run by the grader in the course directory, its pages behind the
+    # hub's login, a student's own results to each student and the whole queue to the instructors.
+    {
+        "name": ON_SUBMIT,
+        "url": f"http://127.0.0.1:{settings.on_submit_port or free_ports(1)[0]}",
+        "command": [str(python / "bin" / "python"), "-m", "autograder.on_submit",
+                    f"--inbound={settings.exchange / settings.course_id / 'inbound'}",
+                    f"--policies={json.dumps(settings.on_submit)}", f"--jobs={settings.grading_jobs}",
+                    f"--instructors={settings.formgrader_group}", *(["--lti"] if settings.login == "lti" else [])],
+        "user": settings.grader,
+        "cwd": str(settings.course_dir),
+        "environment": {key: grader_environment(settings)[key]
+                        for key in ("PYTHONPATH", "JUPYTER_CONFIG_PATH", "PATH", "HOME")},
+        "oauth_no_confirm": True,
+        "oauth_client_allowed_scopes": ["read:users:groups!user"],  # who teaches sees the whole queue
+    },
 ]
 
 c.JupyterHub.load_roles = [
@@ -119,6 +138,8 @@ c.JupyterHub.load_roles = [
                                   "read:users:groups!user"]},
     {"name": "formgrader", "description": "open the course's formgrader",
      "groups": [settings.formgrader_group], "scopes": [f"access:services!service={settings.course_id}"]},
+    {"name": "on-submit", "description": "read the results of one's own hand-ins (instructors: the queue)",
+     "groups": [settings.student_group, settings.formgrader_group], "scopes": [f"access:services!service={ON_SUBMIT}"]},
     {"name": "idle-culler", "services": ["idle-culler"],
      "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
 ]

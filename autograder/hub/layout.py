@@ -23,7 +23,7 @@ from pathlib import Path
 from autograder.hub.accounts import as_account, own_tree, prepare_class_accounts
 from autograder.grading.execute_timeouts import config_lines
 from autograder.hub.private_view import private_view, shown_paths
-from autograder.hub.settings import HubSettings
+from autograder.hub.settings import GRADE_NOTICE, HubSettings
 from autograder.paths import ROOT, copy_course
 
 
@@ -113,6 +113,7 @@ def write_jupyter_settings(settings: HubSettings) -> None:
         "terminado_settings": {"shell_command": _terminal(student / "bashrc")}}})
     (student / "bashrc").write_text(_bashrc(settings))
     _write_kernel_spec(settings)
+    _student_lab_extensions(settings)
     # Nor JupyterLab's question about fetching Jupyter news at a student's first visit: the class's hub decides that.
     _write_json(student / "labconfig" / "page_config.json", {"disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
@@ -163,6 +164,16 @@ def _write_kernel_spec(settings: HubSettings) -> None:
         "argv": [f"{settings.python}/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}",
                  "--IPKernelApp.extensions=course.kernel_limits"],
         "display_name": "Python 3 (ipykernel)", "language": "python", "metadata": {"debugger": True}})
+
+
+def _student_lab_extensions(settings: HubSettings) -> None:
+    """etc/student-data/labextensions/: JupyterLab's notice of a hand-in graded at submission, where make built it
+    (deploy/grade-notice/); without it, students read their results on the service's page alone."""
+    target = settings.student_data / "labextensions" / "tfs-grade-notice"
+    if target.exists():
+        shutil.rmtree(target)
+    if (GRADE_NOTICE / "package.json").exists():
+        shutil.copytree(GRADE_NOTICE, target)
 
 
 def _write_json(path: Path, value: dict) -> None:

@@ -21,6 +21,8 @@ from autograder.hub.cgroups import Tree
 from autograder.hub.layout import lay_out
 from autograder.hub.private_view import private_view, shown_paths
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
+from autograder.on_submit import policy
+from course.about import NOTEBOOKS
 
 CONFIG = Path(__file__).with_name("jupyterhub_config.py")
 _locks: dict[int, int] = {}  # the hub's pid -> the lock file's descriptor, held until it stops
@@ -50,6 +52,11 @@ def start(settings: HubSettings, log: Path | None = None) -> subprocess.Popen:
     if os.geteuid() != 0:
         raise SystemExit("A class hub runs every student's server as their own Unix account, so it must start as root "
                          "(sudo make hub).")
+    try:
+        policy.check(settings.on_submit, list(NOTEBOOKS))
+    except ValueError as wrong:
+        raise SystemExit(f"The hub did not start: the settings' {wrong}. The guide's *Grading at submission* lists "
+                         "the keys and their values.") from None
     settings.folder.mkdir(parents=True, exist_ok=True)
     settings.state.mkdir(mode=0o700, exist_ok=True)
     lock = _lock(settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ from autograder.paths import ROOT
 SETTINGS_VARIABLE = "TFS_HUB_SETTINGS"
 COURSE_ID = "transformers-from-scratch"
 PROXY = ROOT / "deploy" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"  # make setup's npm ci puts it there
+GRADE_NOTICE = ROOT / "deploy" / "grade-notice" / "labextension"  # JupyterLab's notice of a graded hand-in (make hub)
 
 
 def setting(meaning: str, default=None, factory=None):
@@ -75,6 +77,12 @@ class HubSettings:
     home_mb: int = setting("each student's home: a file system of this many MiB of their own (0 = a plain folder, "
                            "no bound)", 2048)
     tmp_mb: int = setting("each student's private /tmp, /dev/shm and /run, MiB each (counted in memory_mb)", 512)
+    on_submit: dict = setting('grading at submission, per assignment: {"default": {...}, "03_masking": {...}} with the '
+                              "keys the guide lists (on_submit.*); {} grades every hand-in as it arrives and shows its "
+                              "score", factory=dict)
+    on_submit_port: int = setting("grading at submission's pages, a hub-managed service on loopback (0: a free port)", 0)
+    grading_jobs: int = setting("notebooks graded at once at submission (each takes about one core while it runs)",
+                                max(1, (os.cpu_count() or 2) // 2))
 
     @property
     def folder(self) -> Path:

@@ -105,3 +105,22 @@ def grant_waiting_extensions(database: Path) -> list[str]:
                                f"{gb.find_submission(assignment, student).duedate or 'never'}")
     _keep(path, waiting)
     return granted
+
+
+def due_date(database: Path, assignment: str, student: str):
+    """When `student`'s `assignment` is due (UTC, naive as nbgrader keeps it), their extension included, a granted
+    one or one waiting for their first hand-in; None when the assignment has no due date."""
+    with Gradebook(f"sqlite:///{database}") as gb:
+        try:
+            due = gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+        try:
+            submission = gb.find_submission(assignment, student)
+            return submission.duedate
+        except MissingEntry:
+            pass
+    more = _waiting(waiting_file(database)).get(assignment, {}).get(student)
+    if due is None or not more:
+        return due
+    return due + timedelta(days=more.get("days", 0), hours=more.get("hours", 0))

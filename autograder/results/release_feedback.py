@@ -16,25 +16,28 @@ from autograder.handins.handin import FROM_SUBMIT
 from autograder.nbgrader_run import nbgrader
 
 
-def release_feedback(root: Path, assignment: str) -> tuple[list[str], list[str], str]:
-    """Release `assignment`'s feedback through the exchange: (students released, pages to send by hand, each with
-    the files its folder lacks, nbgrader's last error line when its command failed, else "")."""
+def release_feedback(root: Path, assignment: str, student: str | None = None) -> tuple[list[str], list[str], str]:
+    """Release `assignment`'s feedback through the exchange (only `student`'s, when given): (students released, pages
+    to send by hand, each with the files its folder lacks, nbgrader's last error line when its command failed, else
+    "")."""
     released, by_hand, excluded = [], [], []
     folder = root / "feedback"
-    for student in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
-        pages = sorted((folder / student / assignment).glob("*.html"))
+    everyone = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    for who in [name for name in everyone if student is None or name == student]:
+        pages = sorted((folder / who / assignment).glob("*.html"))
         if not pages:
             continue
-        lacks = [name for name in FROM_SUBMIT if not (folder / student / assignment / name).is_file()]
+        lacks = [name for name in FROM_SUBMIT if not (folder / who / assignment / name).is_file()]
         if not lacks:
-            released.append(student)
+            released.append(who)
         else:
-            excluded.append(student)
+            excluded.append(who)
             by_hand += [f"{page.relative_to(root).as_posix()} (no {' or '.join(lacks)})" for page in pages]
     if not released:
         return released, by_hand, ""
-    result = nbgrader("release_feedback", assignment, f"--CourseDirectory.student_id_exclude={','.join(excluded)}",
-                      root=root, check=False, quiet=True)
+    only = [f"--student={released[0]}"] if student is not None else []
+    result = nbgrader("release_feedback", assignment, *only,
+                      f"--CourseDirectory.student_id_exclude={','.join(excluded)}", root=root, check=False, quiet=True)
     if result.returncode != 0:
         errors = [line.strip() for line in (result.stderr or "").splitlines()
                   if ("ERROR" in line or "CRITICAL" in line) and not line.rstrip().endswith("release_feedback failed")]

@@ -1,0 +1,148 @@
+"""The pages of grading at submission, behind the hub's login (JupyterHub's OAuth for services):
+
+    <prefix>            a student: their own hand-ins and what became of each (the page refreshes itself while one
+                        waits); an instructor (the course's formgrade group): the whole queue
+    <prefix>api/mine    a student's hand-ins as JSON, for JupyterLab's notice (deploy/grade-notice/)
+    <prefix>feedback/<assignment>
+                        a student's own feedback page, once the policy lets them see it
+
+Nobody sees anyone else's hand-in or result: a student's pages are made from their hub name alone.
+"""
+from __future__ import annotations
+
+import html
+import os
+import json
+import time
+from datetime import datetime
+
+from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+from jupyterhub.utils import url_path_join
+from tornado.web import Application, HTTPError, RequestHandler, authenticated
+
+from autograder.on_submit.queue import HandedIn
+from autograder.on_submit.service import Service
+
+STATE_WORDS = {"waiting": "waiting to be graded", "grading": "being graded", "graded": "graded",
+               "refused": "could not be graded", "held": "not graded now", "superseded": "replaced by a later hand-in"}
+
+
+def when(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds).astimezone().strftime("%Y-%m-%d %H:%M:%S") if seconds else ""
+
+
+def for_student(item: HandedIn) -> dict:
+    """What its student may know of a hand-in."""
+    shown = json.loads(item.shown) if item.shown else {}
+    return {"hand_in": item.handed_in, "assignment": item.assignment, "state": item.state,
+            "words": STATE_WORDS[item.state], "score": shown.get("score", ""), "pending": shown.get("pending", ""),
+            "exercises": shown.get("exercises", {}), "page": shown.get("page", False),
+            "reason": item.reason if item.state in ("refused", "held", "waiting", "superseded") else "",
+            "finished": when(item.finished), "seconds": round(item.finished - item.arrived, 1) if item.finished else None}
+
+
+class Base(HubOAuthenticated, RequestHandler):
+    @property
+    def service(self) -> Service:
+        return self.settings["service"]
+
+    def name(self) -> str:
+        return self.get_current_user()["name"]
+
+    def teaches(self) -> bool:
+        return self.settings["instructors"] in (self.get_current_user().get("groups") or [])
+
+
+class Mine(Base):
+    def check_xsrf_cookie(self):
+        """JupyterLab's notice reads this with fetch(), not as a navigation, which JupyterHub's cookie login accepts
+        only with an XSRF token that a page of the student's server cannot read (the service's cookie has the
+        service's path). A GET of one's own results asked from the hub's own origin needs none: the browser says so
+        in Sec-Fetch-Site, which no other site's page can set, and such a page could not read the answer anyway."""
+        if self.request.method == "GET" and self.request.headers.get("Sec-Fetch-Site") == "same-origin":
+            return
+        super().check_xsrf_cookie()
+
+    @authenticated
+    def get(self):
+        self.set_header("Content-Type", "application/json")
+        self.set_header("Cache-Control", "no-store")
+        self.write(json.dumps([for_student(item) for item in self.service.queue.all(self.name())]))
+
+
+class Page(Base):
+    @authenticated
+    def get(self):
+        self.set_header("Cache-Control", "no-store")
+        if self.teaches():
+            self.write(queue_page(self.service.queue.all()))
+        else:
+            self.write(student_page(self.name(), [for_student(item) for item in self.service.queue.all(self.name())],
+                                    self.settings["prefix"]))
+
+
+class Feedback(Base):
+    @authenticated
+    def get(self, assignment: str):
+        mine = [for_student(item) for item in self.service.queue.all(self.name()) if item.assignment == assignment]
+        if not any(item["page"] for item in mine):
+            raise HTTPError(404, "no feedback page of yours for this assignment is shown yet")
+        pages = sorted((self.service.root / "feedback" / self.name() / assignment).glob("*.html"))
+        if not pages:
+            raise HTTPError(404, "no feedback page of yours for this assignment")
+        self.set_header("Cache-Control", "no-store")
+        self.write(pages[0].read_bytes())
+
+
+STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}"
+         "td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.refused{color:#a00}"
+         ".graded{color:#060}")
+
+
+def student_page(name: str, items: list[dict], prefix: str) -> str:
+    busy = any(item["state"] in ("waiting", "grading") for item in items)
+    rows = []
+    for item in items:
+        what = item["score"] or item["words"]  # the score says when written answers are not graded yet
+        detail = item["reason"]
+        if item["exercises"]:
+            detail = ", ".join(f"{k} {v}" for k, v in item["exercises"].items())
+        if item["page"]:
+            detail += f' <a href="{prefix}feedback/{html.escape(item["assignment"])}">the feedback page</a>'
+        rows.append(f'<tr class="{item["state"]}"><td>{html.escape(item["assignment"])}</td>'
+                    f'<td>{html.escape(item["hand_in"])}</td><td>{html.escape(item["words"])}</td>'
+                    f'<td><b>{html.escape(what)}</b></td><td>{detail if item["page"] else html.escape(detail)}</td></tr>')
+    refresh = '<meta http-equiv="refresh" content="5">' if busy else ""
+    table = ("<table><tr><th>assignment</th><th>handed in</th><th></th><th>score</th><th></th></tr>"
+             + "".join(rows) + "</table>") if rows else "<p>Nothing handed in yet.</p>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'>{refresh}<title>Your hand-ins</title>"
+            f"<style>{STYLE}</style></head><body><h1>Your hand-ins, {html.escape(name)}</h1>"
+            "<p>Each hand-in is graded as it arrives (Assignment List, Submit); this page shows what became of it, "
+            "and refreshes itself while one waits.</p>" + table + "</body></html>")
+
+
+def queue_page(items: list[HandedIn]) -> str:
+    counts = {state: sum(1 for item in items if item.state == state) for state in STATE_WORDS}
+    rows = "".join(
+        f'<tr class="{item.state}"><td>{html.escape(item.student)}</td><td>{html.escape(item.assignment)}</td>'
+        f"<td>{html.escape(item.handed_in)}</td><td>{html.escape(item.state)}</td>"
+        f"<td>{html.escape(json.loads(item.shown).get('score', '') if item.shown else '')}</td>"
+        f"<td>{html.escape(item.reason)}</td><td>{round(item.waited, 1)} s</td></tr>" for item in items)
+    summary = ", ".join(f"{count} {state}" for state, count in counts.items() if count) or "nothing yet"
+    busy = counts["waiting"] or counts["grading"]
+    return ("<!doctype html><html><head><meta charset='utf-8'>"
+            + ('<meta http-equiv="refresh" content="5">' if busy else "")
+            + f"<title>Grading at submission</title><style>{STYLE}</style></head><body>"
+            f"<h1>Grading at submission</h1><p>{summary}, at {when(time.time())}</p><table><tr><th>student</th>"
+            "<th>assignment</th><th>handed in</th><th>state</th><th>score</th><th>reason</th><th>submit to done</th>"
+            f"</tr>{rows}</table></body></html>")
+
+
+def application(service: Service, prefix: str, instructors: str) -> Application:
+    """The pages under `prefix` (JupyterHub's JUPYTERHUB_SERVICE_PREFIX), for `service`; `instructors`: the hub
+    group whose members see the whole queue."""
+    return Application([
+        (prefix, Page), (url_path_join(prefix, "api/mine"), Mine),
+        (url_path_join(prefix, r"feedback/([\w.-]+)"), Feedback),
+        (url_path_join(prefix, "oauth_callback"), HubOAuthCallbackHandler),
+    ], service=service, prefix=prefix, instructors=instructors, cookie_secret=os.urandom(32))
