@@ -14,7 +14,7 @@ from autograder.authoring.hidden.models import StandInDecoderBlock, pair_probabi
 from autograder.authoring.hidden.observe import HiddenTestFailed, Observations, Rule, describe, generator, grid, hidden_test
 from autograder.authoring.reference.masking import causal_mask, padding_mask  # notebook 03: loaded in graded kernels already
 from course.checks.stand_ins import earlier_pieces_replaced
-from course.checks.transformer import DECODER_BLOCK_PARTS, SAMPLING_TOLERANCE, _joint_frequencies, toy_model
+from course.checks.transformer import DECODER_BLOCK_PARTS, SAMPLES, SAMPLING_TOLERANCE, _joint_frequencies, toy_model
 from course.device import available_devices
 
 
@@ -201,8 +201,8 @@ def _sampled_pairs(seen: Observations, generate, model, fixture: dict, prompt, c
         model.eval()
         probabilities = pair_probabilities(model, prompt, temperature, top_k if top_k and top_k < V else None)
         what = (f"sampled pairs at temperature {temperature}, top_k={top_k} (a model of {V} tokens with max_len "
-                f"{fixture['max_len']}, a prompt of {T0} tokens, 20000 samples)")
-        out = _tokens(generate(model, prompt.expand(20000, -1).clone(), 2, temperature=temperature, top_k=top_k,
+                f"{fixture['max_len']}, a prompt of {T0} tokens, {SAMPLES} samples)")
+        out = _tokens(generate(model, prompt.expand(SAMPLES, -1).clone(), 2, temperature=temperature, top_k=top_k,
                                generator=torch.Generator().manual_seed(seed)), what)
         seen.judged_by(what, _joint_frequencies(out[:, -2:], V), FollowsDistribution(probabilities))
 
