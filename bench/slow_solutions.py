@@ -12,15 +12,26 @@ test passed (a variant must pass both). One thread by default, as a job has when
 
 The load average (1 minute) before and after the whole run is printed with the table: on a shared machine it is
 what the figures mean.
+
+`--grade N` then grades N hand-ins of 05_transformer at once with the course's own grader (`python -m autograder
+grade --jobs N`: sandbox, guard, nbgrader and its cell limit, one thread a job on 2 cores), each the source's
+solutions with `--variant`'s generate in the generate cell: the notebook's time, its points, and the time of its
+generate check and hidden-test cells, with the load while they ran. The class's load is two at once on 2 cores.
+
+    .venv/bin/python bench/slow_solutions.py --module transformer --exercise generate --grade 2
+    .venv/bin/python bench/slow_solutions.py --module transformer --exercise generate --grade 2 --cell-timeout 90
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib
+import inspect
 import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -103,6 +114,82 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
+GRADED = "05_transformer"
+
+
+def _seconds(cell) -> float | None:
+    """How long a cell of an executed notebook ran, from the times nbclient records in its metadata."""
+    times = cell.metadata.get("execution", {})
+    try:
+        started, ended = (datetime.datetime.fromisoformat(times[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+    except KeyError:
+        return None
+    return (ended - started).total_seconds()
+
+
+def generate_cell(variant: str) -> str:
+    """What a student with `variant` (a function of tests/mutants/transformer.py) writes in 05's generate cell."""
+    impl = getattr(importlib.import_module("tests.mutants.transformer"), variant)
+    return inspect.getsource(impl).replace(f"def {impl.__name__}(", "def generate(", 1)
+
+
+def grade_at_once(students: int, variant: str, cell_timeout: float | None) -> list[dict]:
+    """Grade `students` hand-ins of 05 at once, each the source's solutions with `variant`'s generate (a function of
+    tests/mutants/transformer.py, "reference" for the source's own), with the course's grader: one row each."""
+    import nbformat
+
+    from autograder.authoring.release import release
+    from autograder.demo.submissions import answered, solution_sources
+    from autograder.grading.engine import grade
+    from autograder.grading.job import Limits
+    from autograder.paths import copy_course, notebook_path
+    from bench.run_notebook import LoadSampler
+
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        root = copy_course(Path(scratch))
+        release(root, quiet=True, assignments=[GRADED])
+        solutions = solution_sources(notebook_path(root / "source", GRADED))
+        if variant != "reference":
+            solutions["generate"] = generate_cell(variant)
+        names = [f"slow_{i}" for i in range(students)]
+        for name in names:
+            handed_in = notebook_path(root / "submitted" / name, GRADED)
+            handed_in.parent.mkdir(parents=True)
+            nbformat.write(answered(notebook_path(root / "release", GRADED), solutions), handed_in)
+        with LoadSampler() as sampler:
+            started = time.perf_counter()
+            outcomes = grade(root, [GRADED], jobs=students, feedback=False, show_progress=False,
+                             limits=Limits(cell_timeout))
+            ended = time.perf_counter()
+        for outcome in sorted(outcomes, key=lambda o: o.student):
+            graded = nbformat.read(notebook_path(root / "autograded" / outcome.student, GRADED), as_version=4)
+            cells = {c.metadata.get("nbgrader", {}).get("grade_id"): _seconds(c) for c in graded.cells}
+            rows.append({"student": outcome.student, "notebook_s": outcome.seconds, "score": outcome.score,
+                         "max_score": outcome.max_score, "reason": outcome.reason,
+                         "check_s": cells.get("check_generate"), "hidden_s": cells.get("hidden_generate"),
+                         "load": sampler.between(started, ended)})
+    return rows
+
+
+def print_grading(rows: list[dict], students: int, variant: str, cell_timeout: float | None) -> None:
+    from autograder.grading.execute_timeouts import EXECUTE_TIMEOUTS
+    from autograder.grading.job import NOTEBOOK_TIME_LIMIT
+
+    limit = cell_timeout if cell_timeout is not None else EXECUTE_TIMEOUTS["timeout"]
+    print()
+    print(f"{GRADED} graded {students} at once (python -m autograder grade --jobs {students}), generate: {variant}; "
+          f"cell limit {limit:g} s, notebook limit {NOTEBOOK_TIME_LIMIT} s")
+    print()
+    print("| hand-in | notebook (s) | check_generate cell (s) | hidden_generate cell (s) | points | load | reason |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        cell = lambda s: "-" if s is None else f"{s:.1f}"  # noqa: E731
+        print(f"| {r['student']} | {r['notebook_s']:.1f} | {cell(r['check_s'])} | {cell(r['hidden_s'])} | "
+              f"{r['score']:g} / {r['max_score']:g} | {r['load']} | {r['reason'] or '-'} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--module", choices=list(NOTEBOOKS.values()), action="append",
@@ -111,8 +198,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each check and hidden test (the median)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: two jobs on 2 cores)")
     parser.add_argument("--slowest", type=int, help="print only the N slowest rows (by check + hidden test)")
+    parser.add_argument("--grade", type=int, metavar="N", help=f"then grade N hand-ins of {GRADED} at once")
+    parser.add_argument("--variant", default="generate_row_by_row_variant",
+                        help="the generate those hand-ins carry: a function of tests/mutants/transformer.py, or "
+                             "'reference' (default: generate_row_by_row_variant)")
+    parser.add_argument("--cell-timeout", type=float, help="the grader's limit per cell (default: the course's)")
+    parser.add_argument("--no-table", action="store_true", help="skip the table: only --grade")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if not args.no_table:
+        table(args)
+    if args.grade:
+        print_grading(grade_at_once(args.grade, args.variant, args.cell_timeout), args.grade, args.variant,
+                      args.cell_timeout)
+
+
+def table(args) -> None:
     before = load()
     rows = []
     for module in args.module or list(NOTEBOOKS.values()):

@@ -328,3 +328,35 @@ def test_the_times_the_notebooks_promise_are_the_ones_bench_measured():
     minutes += [number(r["the whole experiment"], "min") for r in overfitting]
     assert f"from {min(minutes):g} to {round(max(minutes))} in our runs" in text
     assert "a few minutes" not in text and "counts training only" in text
+
+
+def test_the_slow_solutions_bench_times_the_reference_and_every_correct_variant(monkeypatch, capsys):
+    """bench/slow_solutions.py (issue 51): a row for the reference and for each correct variant of the listing, both
+    passing; the slow generates are among those it times; a hand-in it grades carries the variant as its generate."""
+    from tests.mutants import positional_encoding, transformer
+
+    bench = _bench("slow_solutions")
+    names = [name for exercise, name, _ in bench.implementations("transformer", "generate")]
+    assert names[0] == "(reference)"
+    assert names[1:] == [impl.__name__ for exercise, impl in transformer.VARIANTS if exercise == "generate"]
+    assert {"generate_row_by_row_variant", "generate_top_k_per_row_variant"} <= set(names)
+
+    monkeypatch.setattr(sys, "argv", ["slow_solutions.py", "--module", "positional_encoding", "--exercise",
+                                      "offset_rotation", "--repeat", "1"])
+    threads = torch.get_num_threads()
+    try:
+        bench.main()
+    finally:
+        torch.set_num_threads(threads)
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| positional")]
+    assert [row[1] for row in rows] == ["(reference)"] + [impl.__name__ for exercise, impl in positional_encoding.VARIANTS
+                                                         if exercise == "offset_rotation"]
+    assert all(row[-1] == "yes |" for row in rows), rows
+
+    namespace = {"torch": torch}
+    exec(bench.generate_cell("generate_row_by_row_variant"), namespace)
+    model = torch.nn.Module()
+    model.embedding = torch.nn.Module()
+    model.embedding.max_len = 3
+    model.forward = lambda tokens: torch.nn.functional.one_hot((tokens + 1) % 5, 5).double()
+    assert namespace["generate"](model, torch.tensor([[0], [2]]), 3, temperature=0).tolist() == [[0, 1, 2, 3], [2, 3, 4, 0]]
