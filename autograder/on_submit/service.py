@@ -23,10 +23,11 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.grading.engine import grade
+from autograder.grading import autograde_process
+from autograder.grading.engine import GRADING_DIR, grade
 from autograder.grading.lock import grading_lock
 from autograder.handins.inbound import foreign_reason, not_a_handin
-from autograder.nbgrader_run import nbgrader
+from autograder.nbgrader_run import environment
 from autograder.on_submit.policy import SubmitPolicy, policy_for
 from autograder.on_submit.queue import HandedIn, Queue
 from autograder.results.extension import due_date
@@ -35,6 +36,9 @@ from autograder.results.scores import PENDING, score_of
 
 log = logging.getLogger("autograde-on-submit")
 QUEUE = Path("on-submit") / "queue.sqlite"  # in the course directory
+# Hand-ins graded in one round, per job: a round's own cost (the gradebook's copy, merging, feedback pages) is paid
+# once for all of them, and a round's results wait for its last notebook (bench/README.md, grading at submission).
+ROUND_PER_JOB = 3
 
 
 def utc_now() -> datetime:
@@ -115,7 +119,7 @@ class Service:
         if not self.queue.waiting():
             return []
         with grading_lock(self.root, "grading at submission", say=log.info):
-            taken = self.queue.take(self.jobs)
+            taken = self.queue.take(self.jobs * ROUND_PER_JOB)
             if not taken:
                 return []
             gradable = []
@@ -145,10 +149,12 @@ class Service:
         foreign = foreign_reason(str(path), item.student)
         if foreign:
             return f"not collected: it is named for {item.student}, but {foreign}"
-        result = nbgrader("collect", item.assignment, f"--student={item.student}", "--update", root=self.root,
-                          check=False, quiet=True)
-        if result.returncode != 0:
-            said = [line for line in (result.stderr or "").splitlines() if "Not collected" in line or "ERROR" in line]
+        # forked from the grading engine's warm nbgrader process, not a new interpreter (a second less a hand-in)
+        finished = autograde_process.command(
+            ["collect", item.assignment, f"--student={item.student}", "--update", f"--CourseDirectory.root={self.root}"],
+            self.root, environment(), self.root / GRADING_DIR / "collect.log")
+        if finished.returncode != 0:
+            said = [line for line in finished.log.splitlines() if "Not collected" in line or "ERROR" in line]
             return "not collected: " + (said[-1].split("]", 1)[-1].strip() if said else "nbgrader collect failed")
         return ""
 
@@ -246,7 +252,7 @@ class Service:
     def export_when_quiet(self, every: float = 300) -> None:
         """grades.csv and the class report, at most every `every` seconds while hand-ins are graded."""
         if self.changed_since_export and time.time() - self.last_export > every:
-            from autograder.grading.engine import GRADING_DIR, forked_nbgrader, misplaced
+            from autograder.grading.engine import forked_nbgrader, misplaced
             from autograder.grading.ledger import Ledger
             from autograder.results.report import write_report
             with grading_lock(self.root, "grading at submission", say=log.info):
