@@ -1,62 +1,137 @@
-"""Issues 31 and 40: the similarity screen, proven on two corpora beside copydetect and timed on classes of growing
-size.
+"""Issues 31, 40 and 52: the similarity screen proven on three corpora, before and after, beside copydetect, and
+timed on classes of growing size.
 
-Corpus A is tests/similarity_corpus.py's: seven honest students (the wild sources and the loop solutions), seven
-copies of them (verbatim, renamed, comments rewritten, reordered, dead code added, all four, and a copy of nanoGPT
-with names and comments changed), and the six public sources as reference files. A copy pair counts as found when it
-is flagged, or when both students are flagged against the public file their code is (the screen attributes what
-they share to the file). Corpus B is tests/similarity_corpus_b.py's, built apart (its own sources and disguises, a
-partial copy of 3 exercises, idiom students, two honest students who took one layer from the same public
-tutorial), drawn from each `--seeds` value. For each: pairs flagged, precision and recall of the flags, ROC AUC of
-the evidence (copy pairs against every other pair), the partial copy's rank, and copydetect's own similarity on the
-same class (one file per student, the release's code and the class-common code set aside, flagged above its
-default display threshold, 0.33).
+- Corpus A (tests/similarity_corpus.py): seven honest students (the wild sources and the loop solutions), seven
+  copies of them, the six public sources as reference files. A copy pair counts as found when it is flagged, or
+  when both students are flagged against the public file their code is (the screen attributes it to the file).
+- Corpus B (tests/similarity_corpus_b.py), drawn from a seed: 24 honest students of four kinds and a tutorial pair,
+  8 copiers with mechanical disguises (one partial, one of a public file).
+- Corpus C (tests/similarity_corpus_c.py, issue 52), drawn from a seed: corpus B's honest students and those of
+  tests/wild, copiers who rewrite by hand (whole sets light, medium and strong, partial copies of 3 and 5 exercises,
+  one copier of two classmates, every mechanical disguise at once, a verbatim control, a rewrite of a public file).
 
-The timing classes have N students x 7 notebooks: each student answers every exercise with a solution of the corpus
-taken at random (seeded) and passed through one of the copy transformations at random, so every exercise has
-thousands of passages shared by many students: more shared code than an honest class, a hard case for the pair
-scoring. Timed: `python -m autograder similarity --jobs 2`'s work (screen, CSV, pages) in this process.
+For each class: pairs flagged (and, after, worth a look), precision and recall of the flags, ROC AUC of the evidence
+(copy pairs against every other pair), for the screen before (`--before`, a git revision: its `autograder` and
+`course` packages screen the same class in a subprocess), the screen now, and copydetect run the same way: its
+tokeniser and winnowing over each student's raw code (one file per student, all their answers), the release's code
+and the class-common code set aside, flagged above its default display threshold (0.33). Under the table, for each
+screen and class: the copies missed (evidence and rank), the honest pairs flagged or worth a look, the highest
+honest pair, and the students flagged against a reference file.
 
-    .venv/bin/python bench/similarity.py                    # corpus figures, then 50, 100 and 200 students
-    .venv/bin/python bench/similarity.py --students 200     # one class size
-    .venv/bin/python bench/similarity.py --students            # the corpus figures only (corpus B: seeds 7 11 13 17)
+The timing classes have N students x 7 notebooks: each student answers every exercise with a solution of corpus A
+taken at random (seeded) and passed through one of its copy transformations at random, so every exercise has
+thousands of passages shared by many students. Timed: `python -m autograder similarity --jobs 2`'s work (screen,
+CSV, pages) in this process, `--runs` times (the median shown, and each run with the load average around it).
+
+    .venv/bin/python bench/similarity.py --before 4fe4a1b --students    # the corpus tables, before issue 52 and now
+    .venv/bin/python bench/similarity.py --no-corpus --students 200     # the timing class of 200 students only
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
+import json
+import os
 import platform
 import random
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
 from copydetect import compare_files  # noqa: E402
+from copydetect.utils import filter_code, get_token_coverage, winnow  # noqa: E402
 
-from autograder.similarity.screen import screen, write  # noqa: E402
+from autograder.handins.preflight import nbgrader_metadata  # noqa: E402
+from autograder.paths import notebook_path  # noqa: E402
+from autograder.similarity import collect, shared_code  # noqa: E402
 from course.about import NOTEBOOKS  # noqa: E402
 from tests import similarity_corpus as corpus  # noqa: E402
 from tests import similarity_corpus_b as corpus_b  # noqa: E402
+from tests import similarity_corpus_c as corpus_c  # noqa: E402
 
 COPYDETECT_DISPLAY = 0.33  # copydetect's default display threshold: pairs above it are in its report
+NOISE, GUARANTEE = 25, 30  # copydetect's defaults (k and the guarantee threshold, in normalised characters)
+# The seeds of bench/README.md. Corpus B: 7, 11, 1, 2, 3 chose issue 40's parameters, 13 and 17 were drawn after;
+# issue 52's parameters were chosen on all seven. Corpus C: 1 to 5 chose issue 52's parameters; 22110 was drawn
+# after them (tests/test_similarity_rewrites.py's), 43209, 94710, 1230 and 47576 after the screen was committed.
+SEEDS_B = [1, 2, 3, 7, 11, 13, 17]
+SEEDS_C = [1, 2, 3, 4, 5, 22110, 43209, 94710, 1230, 47576]
 TRANSFORMS = [lambda code: code, corpus.renamed, corpus.comments_rewritten, corpus.reordered,
               corpus.dead_code_added]
 
 
-def copydetect_scores(found) -> dict[tuple[str, str], float]:
+# ---- copydetect, run the same way
+
+
+@dataclass
+class CopydetectFile:
+    """copydetect's fingerprint of one answer, with the attributes `copydetect.compare_files` reads."""
+    raw_code: str
+    filtered_code: str
+    offsets: np.ndarray
+    hash_idx: dict
+    hashes: set = field(default_factory=set)
+    k: int = NOISE
+
+    @property
+    def token_coverage(self) -> float:
+        return get_token_coverage({h: self.hash_idx[h] for h in self.hashes}, self.k, len(self.filtered_code))
+
+
+def kgram_hashes(text: str) -> np.ndarray:
+    """copydetect's k-gram hashes with BLAKE2b in place of Python's salted hash(), so every run is the same."""
+    return np.array([int.from_bytes(hashlib.blake2b(text[i:i + NOISE].encode(), digest_size=8).digest(), "big") >> 11
+                     for i in range(len(text) - NOISE + 1)], dtype=np.int64)
+
+
+def copydetect_file(code: str, boilerplate: set[int]) -> CopydetectFile:
+    filtered, offsets = filter_code(code, "code.py", language="python")
+    kept: dict[int, list[int]] = {}
+    if len(filtered) >= NOISE:
+        hashes, positions = winnow(kgram_hashes(filtered), GUARANTEE - NOISE + 1, remove_duplicates=False)
+        for value, position in zip(hashes.tolist(), positions.tolist()):
+            if value not in boilerplate:
+                kept.setdefault(value, []).append(position)
+    return CopydetectFile(code, filtered, offsets, kept, set(kept))
+
+
+def copydetect_scores(root: Path) -> tuple[list[str], dict[tuple[str, str], float]]:
     """copydetect's similarity of every pair of students, as if each student were one file of all their answers:
     the tokens of each that overlap the other over the tokens of each, the larger of the two (its display
-    similarity), with the screen's boilerplate and class-common code already set aside."""
-    coverage = {s: 0.0 for s in found.students}
-    for by_student in found.cells.values():
+    similarity), with the release's code and the class-common code set aside."""
+    solutions, _ = collect.class_solutions(root, list(NOTEBOOKS))
+    boilerplate = {}
+    for assignment in NOTEBOOKS:
+        found: set[int] = set()
+        for cell in collect.release_code(notebook_path(root / "release", assignment)):
+            filtered, _ = filter_code(cell, "code.py", language="python")
+            found |= set(kgram_hashes(filtered).tolist()) if len(filtered) >= NOISE else set()
+        boilerplate[assignment] = found
+    cells: dict[tuple[str, str], dict[str, CopydetectFile]] = {}
+    for s in solutions:
+        cells.setdefault((s.assignment, s.exercise), {})[s.student] = copydetect_file(s.code, boilerplate[s.assignment])
+    for by_student in cells.values():
+        common = shared_code.shared_fingerprints(shared_code.holders([f.hashes for f in by_student.values()]),
+                                                 len(by_student))
+        for f in by_student.values():
+            f.hashes -= common
+    students = sorted({s.student for s in solutions})
+    coverage = {s: 0.0 for s in students}
+    overlap: dict[tuple[str, str], list[float]] = {}
+    for by_student in cells.values():
         for student, cell in by_student.items():
             coverage[student] += cell.token_coverage
-    overlap: dict[tuple[str, str], list[float]] = {}
-    for by_student in found.cells.values():
         names = sorted(by_student)
         for i, first in enumerate(names):
             for second in names[i + 1:]:
@@ -65,17 +140,52 @@ def copydetect_scores(found) -> dict[tuple[str, str], float]:
                     both = overlap.setdefault((first, second), [0.0, 0.0])
                     both[0] += float(np.sum(slices1[1] - slices1[0]))
                     both[1] += float(np.sum(slices2[1] - slices2[0]))
-    return {pair: max(a / (coverage[pair[0]] or 1), b / (coverage[pair[1]] or 1))
-            for pair, (a, b) in overlap.items()}
+    return students, {pair: max(a / (coverage[pair[0]] or 1), b / (coverage[pair[1]] or 1))
+                      for pair, (a, b) in overlap.items()}
 
 
-def through_references(found) -> dict[tuple[str, str], float]:
-    """Pairs of students both flagged against one reference file (the screen attributes what they share to the
-    file), with the smaller of their two evidences against it."""
+# ---- the screen, now and before
+
+
+# The screen's pairs and reference matches on a class, as JSON: (first, second, evidence, flagged, worth a look).
+# The same program screens with this tree's package (in process) and with a revision's (its `autograder` and
+# `course` exported into a folder, run there in a subprocess, so nothing of this tree is imported).
+SCREEN = """
+import json, sys
+from pathlib import Path
+from autograder.similarity.screen import screen
+from course.about import NOTEBOOKS
+found = screen(Path(sys.argv[1]), list(NOTEBOOKS), [Path(sys.argv[2])], jobs=int(sys.argv[3]))
+print(json.dumps({"students": found.students,
+                  "pairs": [(p.first, p.second, p.evidence, p.flagged, getattr(p, "worth_a_look", False))
+                            for p in found.pairs],
+                  "references": [(p.first, p.second, p.evidence, p.flagged, False) for p in found.references]}))
+"""
+
+
+def screened(root: Path, references: Path, jobs: int, tree: Path = REPO) -> dict:
+    """The screen of the package under `tree` on a class, in a subprocess."""
+    out = subprocess.run([sys.executable, "-c", SCREEN, str(root), str(references), str(jobs)], capture_output=True,
+                         text=True, cwd=str(tree), env={**os.environ, "PYTHONPATH": str(tree)})
+    if out.returncode:
+        raise RuntimeError(f"the screen under {tree} failed:\n{out.stderr}")
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def export(revision: str, folder: Path) -> Path:
+    """`revision`'s autograder and course packages, exported into `folder`."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", revision, "autograder", "course"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def through_references(found: dict) -> dict[tuple[str, str], float]:
+    """Pairs of students both flagged against one reference file, with the smaller of their two evidences."""
     by_file: dict[str, dict[str, float]] = {}
-    for match in found.references:
-        if match.flagged:
-            by_file.setdefault(match.second, {})[match.first] = match.evidence
+    for first, second, evidence, flagged, _ in found["references"]:
+        if flagged:
+            by_file.setdefault(second, {})[first] = evidence
     pairs: dict[tuple[str, str], float] = {}
     for students in by_file.values():
         names = sorted(students)
@@ -85,62 +195,133 @@ def through_references(found) -> dict[tuple[str, str], float]:
     return pairs
 
 
-def class_row(label: str, found, positives: set, partial: tuple[str, str] | None) -> list[str]:
-    """The figures of one screened class: the screen's and copydetect's, one row each."""
-    everyone = found.students
+def figures(found: dict, positives: set) -> tuple[tuple[str, float, float, float], str]:
+    """(pairs flagged, precision, recall, ROC AUC) of one screen on a class, and what it did with each copy and
+    honest pair: copies missed (evidence and rank), honest pairs flagged or worth a look, reference files flagged."""
+    everyone = found["students"]
     all_pairs = {(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]}
-    rows = []
-    screen_scores = {(p.first, p.second): p.evidence for p in found.pairs}
-    screen_flagged = {(p.first, p.second) for p in found.pairs if p.flagged}
+    scores = {(a, b): evidence for a, b, evidence, _, _ in found["pairs"]}
+    flagged = {(a, b) for a, b, _, f, _ in found["pairs"] if f}
+    look = {(a, b) for a, b, _, _, w in found["pairs"] if w}
     for pair, evidence in through_references(found).items():
-        screen_scores[pair] = max(screen_scores.get(pair, 0.0), evidence)
-        screen_flagged.add(pair)
-    detector = copydetect_scores(found)
-    detector_flagged = {k for k, v in detector.items() if v > COPYDETECT_DISPLAY}
-    for tool, scores, flagged in (("the screen", screen_scores, screen_flagged),
-                                  ("copydetect", detector, detector_flagged)):
-        scores = {k: scores.get(k, 0.0) for k in all_pairs}
-        precision, recall = corpus.precision_recall(flagged, positives)
-        auc = corpus.roc_auc(scores, positives)
-        rank = "-"
-        if partial:
-            ranked = sorted(all_pairs, key=lambda k: (-scores[k], k))
-            place = ranked.index(partial) + 1
-            above = sum(1 for k in ranked[:place - 1] if k not in positives)
-            rank = f"#{place} ({above})"
-        rows.append(f"| {label} | {tool} | {len(flagged)} of {len(all_pairs)} | {precision:.3f} | {recall:.2f} | "
-                    f"{auc:.4f} | {rank} |")
-    return rows
+        scores[pair] = max(scores.get(pair, 0.0), evidence)
+        flagged.add(pair)
+    scores = {k: scores.get(k, 0.0) for k in all_pairs}
+    precision, recall = corpus.precision_recall(flagged, positives)
+    auc = corpus.roc_auc(scores, positives)
+    shown = f"{len(flagged)}" + (f" (+{len(look - flagged)} worth a look)" if look - flagged else "")
+    ranked = sorted(all_pairs, key=lambda k: (-scores[k], k))
+    top_honest = max((scores[k] for k in all_pairs - positives), default=0.0)
+
+    def named(pairs) -> str:
+        return ", ".join(f"{a}-{b} {scores[(a, b)]:.2f} (#{ranked.index((a, b)) + 1}"
+                         f"{', worth a look' if (a, b) in look else ''})" for a, b in sorted(pairs)) or "none"
+    files = [f"{a}->{b}" for a, b, _, f, _ in found["references"] if f]
+    shown_to_a_person = flagged | look
+    look_precision, look_recall = corpus.precision_recall(shown_to_a_person, positives)
+    notes = (f"missed: {named(positives - flagged)}; honest flagged: {named(flagged - positives)}; "
+             f"honest worth a look: {named(look - flagged - positives)}; highest honest pair {top_honest:.2f}; "
+             f"reference files flagged: {', '.join(files) or 'none'}; flagged or worth a look: precision "
+             f"{look_precision:.3f}, recall {look_recall:.3f}")
+    return (shown, precision, recall, auc), notes
 
 
-def corpus_b_rows(seeds: list[int]) -> list[str]:
-    rows = []
-    for seed in seeds:
-        with tempfile.TemporaryDirectory() as folder:
-            root = Path(folder) / "course"
-            root.mkdir()
-            copies = corpus_b.build_class(root, seed)
-            references = corpus_b.write_references(Path(folder))
-            found = screen(root, list(NOTEBOOKS), [references], jobs=2)
-            positives = {tuple(sorted(k)) for k in copies.items()}
-            partial = tuple(sorted(("copy_partial", copies["copy_partial"])))
-            rows += class_row(f"corpus B, seed {seed}", found, positives, partial)
-            attributed = [f"{p.first}->{p.second}" for p in found.references if p.flagged]
-            rows.append(f"| corpus B, seed {seed} | the screen, reference files | flagged: "
-                        f"{', '.join(attributed) or 'none'} | | | | |")
-    return rows
+def copydetect_figures(root: Path, positives: set) -> tuple[str, float, float, float]:
+    everyone, scores = copydetect_scores(root)
+    all_pairs = {(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]}
+    flagged = {k for k, v in scores.items() if v > COPYDETECT_DISPLAY}
+    precision, recall = corpus.precision_recall(flagged, positives)
+    return str(len(flagged)), precision, recall, corpus.roc_auc({k: scores.get(k, 0.0) for k in all_pairs}, positives)
 
 
-def corpus_a_rows() -> list[str]:
-    with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder)
+def reprinted_class(root: Path, copy: Path) -> None:
+    """The class under `root` copied to `copy` with every solution cell of every student re-printed: through
+    `ast.unparse` for one student in two, and then restyled (spaces inside brackets, blank lines, comments
+    replaced: `tests/similarity_corpus_b.restyled`) for the others."""
+    shutil.copytree(root, copy)
+    for number, student in enumerate(sorted(p.name for p in (copy / "submitted").iterdir())):
+        for path in sorted((copy / "submitted" / student).rglob("*.ipynb")):
+            notebook = nbformat.read(path, as_version=4)
+            for cell in notebook.cells:
+                if cell.cell_type == "code" and nbgrader_metadata(cell).get("solution"):
+                    try:
+                        again = ast.unparse(ast.parse(cell.source))
+                    except SyntaxError:
+                        continue
+                    cell.source = corpus_b.restyled(again) if number % 2 else again
+            nbformat.write(notebook, path)
+
+
+def same_evidence(found: dict, again: dict) -> str:
+    """Whether a re-printed class gave every pair and reference match the same evidence and flag."""
+    def table(screened: dict) -> dict:
+        return {(a, b): (round(evidence, 9), flagged) for a, b, evidence, flagged, _ in
+                screened["pairs"] + screened["references"]}
+    before, after = table(found), table(again)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    return "the same" if not changed else f"{len(changed)} changed: " + ", ".join(
+        f"{a}-{b} {before.get((a, b))} -> {after.get((a, b))}" for a, b in changed[:5])
+
+
+# ---- the corpora
+
+
+def build(kind: str, seed: int | None, folder: Path) -> tuple[Path, Path, set]:
+    """A class of corpus `kind` under `folder`: (its course folder, its reference folder, its copy pairs)."""
+    root = folder / "course"
+    root.mkdir(parents=True)
+    if kind == "A":
         copies = corpus.build_class(root)
-        references = corpus.write_references(root / "refs")
-        found = screen(root, list(NOTEBOOKS), [references], jobs=2)
-        everyone = found.students
-        positives = {(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]
-                     if corpus.is_copy_pair(a, b, copies)}
-        return class_row("tests/ corpus", found, positives, None)
+        references = corpus.write_references(folder / "refs")
+        everyone = sorted(p.name for p in (root / "submitted").iterdir())
+        return root, references, {(a, b) for i, a in enumerate(everyone) for b in everyone[i + 1:]
+                                  if corpus.is_copy_pair(a, b, copies)}
+    if kind == "B":
+        copies = corpus_b.build_class(root, seed)
+        return root, corpus_b.write_references(folder), {tuple(sorted(k)) for k in copies.items()}
+    copied = corpus_c.build_class(root, seed)
+    return root, corpus_c.write_references(folder), corpus_c.copy_pairs(copied)
+
+
+def corpus_rows(classes: list[tuple[str, int | None]], before: str | None, jobs: int, reprint: bool) -> list[str]:
+    rows, notes = [], []
+    with tempfile.TemporaryDirectory() as old:
+        if before:
+            export(before, Path(old))
+        for kind, seed in classes:
+            label = f"corpus {kind}" + (f", seed {seed}" if seed is not None else "")
+            with tempfile.TemporaryDirectory() as folder:
+                root, references, positives = build(kind, seed, Path(folder))
+                cells = []
+                for name, tree in ([("before", Path(old))] if before else []) + [("now", REPO)]:
+                    found = screened(root, references, jobs, tree)
+                    row, note = figures(found, positives)
+                    cells.append(row)
+                    notes.append(f"- {label}, {name}: {note}")
+                if reprint:
+                    reprinted_class(root, Path(folder) / "reprinted")
+                    again = screened(Path(folder) / "reprinted", references, jobs)
+                    notes.append(f"- {label}, now, every answer re-printed and restyled: evidence "
+                                 f"{same_evidence(found, again)}")
+                cells.append(copydetect_figures(root, positives))
+            rows.append(f"| {label} | {len(positives)} | " + " | ".join(
+                f"{shown} | {precision:.3f} | {recall:.3f} | {auc:.4f}" for shown, precision, recall, auc in cells)
+                + " |")
+            print(rows[-1], flush=True)
+    print()
+    print("\n".join(notes))
+    return rows
+
+
+def corpus_tables(classes: list[tuple[str, int | None]], before: str | None, jobs: int, reprint: bool) -> None:
+    tools = ([f"before ({before})"] if before else []) + ["now", "copydetect"]
+    print("| class | copy pairs | " + " | ".join(f"{t}: flagged | precision | recall | ROC AUC" for t in tools) + " |")
+    print("| --- | --- | " + " | ".join("--- | --- | --- | ---" for _ in tools) + " |", flush=True)
+    corpus_rows(classes, before, jobs, reprint)
+    print()
+
+
+# ---- timing
 
 
 def synthetic_class(root: Path, students: int, seed: int = 0) -> None:
@@ -150,7 +331,6 @@ def synthetic_class(root: Path, students: int, seed: int = 0) -> None:
         for grade_id in cells:
             by_exercise.setdefault(grade_id, []).append(name)
     rng = random.Random(seed)
-    import shutil
     shutil.copytree(corpus.RELEASE, root / "release")
     for number in range(students):
         cells = {}
@@ -160,41 +340,56 @@ def synthetic_class(root: Path, students: int, seed: int = 0) -> None:
         corpus.write_hand_in(root, f"student{number:03d}", cells)
 
 
-def time_class(students: int, jobs: int) -> str:
+def cpu() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.machine()) if Path("/proc/cpuinfo").exists() else ""
+    return f"{model or platform.machine()}, {os.cpu_count()} cores"
+
+
+def time_class(students: int, jobs: int, runs: int) -> str:
+    """The screen, its CSV and pages on one synthetic class, `runs` times: the medians, and each run's time with
+    the 1-minute load average before and after it (other work on a shared machine shows there)."""
+    from autograder.similarity.screen import screen, write
+    screen_s, total_s, each = [], [], []
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         synthetic_class(root, students)
-        started = time.perf_counter()
-        found = screen(root, list(NOTEBOOKS), jobs=jobs)
-        screened = time.perf_counter() - started
-        written = write(found, root / "out")
-        total = time.perf_counter() - started
+        for run in range(runs):
+            load = os.getloadavg()[0]
+            started = time.perf_counter()
+            found = screen(root, list(NOTEBOOKS), jobs=jobs)
+            screen_s.append(time.perf_counter() - started)
+            written = write(found, root / f"out{run}")
+            total_s.append(time.perf_counter() - started)
+            each.append(f"{total_s[-1]:.1f} s (load {load:.1f}-{os.getloadavg()[0]:.1f})")
         cells = sum(len(c) for c in found.cells.values())
-    return (f"| {students} students x 7 notebooks ({cells} answers) | {platform.machine()}, {jobs} processes | "
-            f"{screened:.1f} s | {total:.1f} s | {len(found.pairs)} pairs with evidence, {len(written.pages)} "
-            f"pages | {time.strftime('%Y-%m-%d')} |")
+    return (f"| {students} students x 7 notebooks ({cells} answers) | {cpu()}, {jobs} processes | "
+            f"{np.median(screen_s):.1f} s | {np.median(total_s):.1f} s | {', '.join(each)} | {len(found.pairs)} pairs "
+            f"with evidence, {sum(p.flagged for p in found.pairs)} flagged, {len(written.pages)} pages | "
+            f"{time.strftime('%Y-%m-%d')} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, nargs="*", default=[50, 100, 200])
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--reprint", action="store_true",
+                        help="also screen each class with every answer re-printed and restyled: the same evidence?")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each timing class (their median is shown)")
     parser.add_argument("--no-corpus", action="store_true")
-    parser.add_argument("--seeds", type=int, nargs="*", default=[7, 11, 13, 17], help="corpus B's seeds")
+    parser.add_argument("--before", metavar="REVISION", help="also screen each class with this revision's screen")
+    parser.add_argument("--seeds-b", type=int, nargs="*", default=SEEDS_B, help="corpus B's seeds")
+    parser.add_argument("--seeds-c", type=int, nargs="*", default=SEEDS_C, help="corpus C's seeds")
     args = parser.parse_args()
     if not args.no_corpus:
-        corpus_tables(args.seeds)
-    print("| class | machine | screen | screen + CSV + pages | found | date |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for students in args.students:
-        print(time_class(students, args.jobs), flush=True)
-
-
-def corpus_tables(seeds: list[int]) -> None:
-    print("| class | tool | pairs flagged | precision | recall | ROC AUC | partial copy's rank (honest pairs above) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    print("\n".join(corpus_a_rows() + corpus_b_rows(seeds)), flush=True)
-    print()
+        classes = [("A", None)] + [("B", s) for s in args.seeds_b] + [("C", s) for s in args.seeds_c]
+        corpus_tables(classes, args.before, args.jobs, args.reprint)
+    if args.students:
+        print(f"| class | machine | screen (median of {args.runs}) | screen + CSV + pages (median) | each run "
+              "(load before-after) | found | date |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for students in args.students:
+            print(time_class(students, args.jobs, args.runs), flush=True)
 
 
 if __name__ == "__main__":
