@@ -285,3 +285,34 @@ def test_7_at_the_due_date_the_waiting_hand_in_is_graded_and_the_page_is_release
     window = windows(ADA)
     notice(window, f"{A}, handed in {mine[0]['hand_in']}", "9/11")
     window.screenshot(path=SHOTS / "6-ada-graded-at-the-due-date.png")
+
+
+def test_8_a_hand_in_that_kills_its_kernel_says_why_and_the_queue_goes_on(hub, windows):
+    """After the due date (test 7) no cooldown holds: bob hands in a notebook whose first answer ends its own kernel
+    (os._exit); his result says what happened, and ada's hand-in after it is graded as usual."""
+    crash = solved(A)
+    cell = next(c for c in crash.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code")
+    cell.source = "import os\nos._exit(1)\n" + cell.source
+    page = windows(BOB)
+    put_in_place(hub, BOB, crash)
+    assignments_tab(page)
+    submit(page)
+    ada = windows(ADA)
+    put_in_place(hub, ADA, solved(A))
+    assignments_tab(ada)
+    submit(ada)
+    session = log_in(hub, BOB)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        bobs = results(hub, session, BOB, starting_ok=True) or []
+        if len(bobs) == 3 and bobs[0]["state"] in ("graded", "refused"):
+            break
+        time.sleep(2)
+    assert bobs[0]["state"] in ("graded", "refused") and bobs[0]["reason"], bobs[0]
+    assert not bobs[0]["score"].startswith("9/11"), bobs[0]
+    shown = notice(page, f"{A}, handed in {bobs[0]['hand_in']}")
+    page.screenshot(path=SHOTS / "7-bob-kernel-ended.png")
+    assert bobs[0]["reason"][:40] in shown.inner_text().replace("\n", " "), (bobs[0]["reason"], shown.inner_text())
+    adas = wait_for(hub, log_in(hub, ADA), ADA, 3)
+    assert adas[0]["state"] == "graded" and adas[0]["score"].startswith("9/11"), adas[0]
+    notice(ada, f"{A}, handed in {adas[0]['hand_in']}", "9/11")

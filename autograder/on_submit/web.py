@@ -37,7 +37,7 @@ def for_student(item: HandedIn) -> dict:
     return {"hand_in": item.handed_in, "assignment": item.assignment, "state": item.state,
             "words": STATE_WORDS[item.state], "score": shown.get("score", ""), "pending": shown.get("pending", ""),
             "exercises": shown.get("exercises", {}), "page": shown.get("page", False),
-            "reason": item.reason if item.state in ("refused", "held", "waiting", "superseded") else "",
+            "reason": item.reason,
             "finished": when(item.finished), "seconds": round(item.finished - item.arrived, 1) if item.finished else None}
 
 
@@ -106,7 +106,8 @@ def student_page(name: str, items: list[dict], prefix: str) -> str:
         what = item["score"] or item["words"]  # the score says when written answers are not graded yet
         detail = item["reason"]
         if item["exercises"]:
-            detail = ", ".join(f"{k} {v}" for k, v in item["exercises"].items())
+            points = ", ".join(f"{k} {v}" for k, v in item["exercises"].items())
+            detail = f"{points}. {detail}" if detail else points
         if item["page"]:
             detail += f' <a href="{prefix}feedback/{html.escape(item["assignment"])}">the feedback page</a>'
         rows.append(f'<tr class="{item["state"]}"><td>{html.escape(item["assignment"])}</td>'

@@ -26,7 +26,8 @@ function remember(keys) {
 function notice(app, prefix, item) {
   let message, type;
   if (item.state === 'graded') {
-    message = `${item.assignment}, handed in ${item.hand_in}: ${item.score}`;  // with "written answers not graded yet"
+    // the score says "written answers not graded yet" where it is so; the reason, why it scored less (a time-out)
+    message = `${item.assignment}, handed in ${item.hand_in}: ${item.score}` + (item.reason ? `: ${item.reason}` : '');
     type = 'success';
   } else if (item.state === 'refused') {
     message = `${item.assignment}, handed in ${item.hand_in}, could not be graded: ${item.reason}`;
