@@ -39,6 +39,9 @@ def pytest_report_header(config):
 # the others are under way come later, so that no worker starts by waiting for it. "test_hub*" stands for every hub
 # file (issue 41): each starts a JupyterHub and waits for its servers to come up, so they go early, where another
 # worker's two-job grading runs can use a core a wait leaves idle, and none of them forms the tail of the run.
+# jupyterhub-ltiauthenticator's own tests, run by tests/test_ltiauthenticator_upstream.py against the course's classes
+collect_ignore = ["upstream_ltiauthenticator"]
+
 SLOWEST_FIRST = ["test_wild_corpus", "test_adversarial", "test_term", "test_hub*", "test_on_submit", "test_mutants", "test_handin_links",
                  "test_one_number", "test_source_notebooks", "test_every_cpu", "test_cluster", "test_grading",
                  "test_exchange_handins", "test_guides", "test_lms_collect", "test_feedback_page", "test_demo_class",

@@ -252,8 +252,8 @@ class ClassLtiAuthenticator(LTI13Authenticator):
     account the hub made for the class (or a refusal that says why it cannot be).
 
     Where it differs from jupyterhub-ltiauthenticator 1.6.3 on purpose. The package's own tests/lti13 (51, from its
-    1.6.3 tag; on no PyPI distribution, so they run outside this repository) pass against these classes but for 6,
-    each failing on one of these rules, named after it:
+    1.6.3 tag, kept in tests/upstream_ltiauthenticator/ and run by tests/test_ltiauthenticator_upstream.py in `make
+    test`) pass against these classes but for 6, each failing on one of these rules, named after it:
     - a launch must come from one of `deployment_ids` and from one of `context_ids` (the LMS course): the package
       takes any deployment's and any course's, so an instructor of another course would be this class's instructor;
     - a username comes from `username_key` alone: the package falls back to the launch's `sub`, an LMS id that no
