@@ -81,8 +81,8 @@ class HubSettings:
                               "keys the guide lists (on_submit.*); {} grades every hand-in as it arrives and shows its "
                               "score", factory=dict)
     on_submit_port: int = setting("grading at submission's pages, a hub-managed service on loopback (0: a free port)", 0)
-    grading_jobs: int = setting("notebooks graded at once at submission (each takes about one core while it runs)",
-                                max(1, (os.cpu_count() or 2) // 2))
+    grading_jobs: int = setting("notebooks graded at once at submission (default: one per core; the students keep "
+                                "at least half the CPU time while they work, their cgroups' share)", os.cpu_count() or 1)
 
     @property
     def folder(self) -> Path:

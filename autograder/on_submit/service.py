@@ -132,7 +132,7 @@ class Service:
                     gradable.append(item)
             if gradable:
                 only = {(item.assignment, item.student) for item in gradable}
-                outcomes = grade(self.root, sorted({a for a, _ in only}), jobs=len(gradable), show_progress=False,
+                outcomes = grade(self.root, sorted({a for a, _ in only}), jobs=self.jobs, show_progress=False,
                                  only=only, report=False)
                 by_key = {(o.assignment, o.student): o for o in outcomes}
                 for item in gradable:
@@ -169,7 +169,7 @@ class Service:
         item.score = points.total if points else 0.0
         item.max_score = points.max_score if points else outcome.max_score
         item.pending = float(points.pending) if points else 0.0
-        item.reason = outcome.reason if outcome.status == "refused" else ""
+        item.reason = outcome.reason  # why it scored what it did, where the grader says (a crash, a time-out)
         item.state = "refused" if outcome.status == "refused" else "graded"
         shows = "page" if not before else policy.before_due
         item.shown = json.dumps(self.shown(item, shows))
