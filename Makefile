@@ -103,7 +103,7 @@ clean:
 # exchange (hand-ins, released assignments and feedback) too, into archive/<date-time>/exchange/, and last term's
 # LMS files (rosters, uploads, the columns kept, what was pushed) into archive/<date-time>/lms/, the LTI tool's
 # registration (lms/lti.toml and its key) staying.
-TERM_FILES := gradebook.db extensions.json submitted downloaded autograded feedback reports grading grades.csv
+TERM_FILES := gradebook.db extensions.json submitted downloaded autograded feedback reports grading grades.csv on-submit
 new-term:
 	@archive=archive/$$(date +%Y-%m-%d-%H%M%S); mkdir -p $$archive; \
 	for part in $(TERM_FILES); do if [ -e $$part ]; then mv $$part $$archive/; fi; done; \

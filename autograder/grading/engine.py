@@ -279,16 +279,16 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     hand-ins and their feedback pages (grading at submission: autograder.on_submit); with `report` False, no
     grades.csv and no class report (which read the whole class). One grading at a time in `root`
     (autograder.grading.lock): a second waits, saying for whom."""
-    with grading_lock(root, "python -m autograder grade", say=tqdm.write):
-        return _grade(root, assignments, jobs, quiet, show_progress, feedback, limits, scheduler, only, report)
-
-
-def _grade(root: Path, assignments: list[str], jobs: int, quiet: bool, show_progress: bool, feedback: bool,
-           limits: Limits, scheduler: str | None, only: set[tuple[str, str]] | None, report: bool) -> list[Outcome]:
     client = None
     if scheduler:
         from autograder.grading import cluster
-        client = cluster.connect(scheduler)  # before anything is written: a wrong address fails at once
+        client = cluster.connect(scheduler)  # before anything is written, the lock too: a wrong address fails at once
+    with grading_lock(root, "python -m autograder grade", say=tqdm.write):
+        return _grade(root, assignments, jobs, quiet, show_progress, feedback, limits, client, only, report)
+
+
+def _grade(root: Path, assignments: list[str], jobs: int, quiet: bool, show_progress: bool, feedback: bool,
+           limits: Limits, client, only: set[tuple[str, str]] | None, report: bool) -> list[Outcome]:
     ledger = Ledger(root / GRADING_DIR / "ledger.jsonl")
     with gradebook(root) as gb:
         releases = {a: release_fingerprint(gb, a, judged_by(a)) for a in assignments}
@@ -320,6 +320,7 @@ def _grade(root: Path, assignments: list[str], jobs: int, quiet: bool, show_prog
         if client is None:
             finished = run_here(root, gradable, template, jobs, limits, say=bar.set_postfix_str)
         else:
+            from autograder.grading import cluster
             finished = cluster.run_on_cluster(client, root, gradable, template, limits)
         warned = False
         for job in finished:  # only this thread writes gradebook.db
