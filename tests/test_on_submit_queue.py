@@ -172,3 +172,18 @@ def test_a_hub_whose_policy_is_wrong_does_not_start_and_says_what_to_fix(tmp_pat
     with pytest.raises(SystemExit, match="before_due is 'all': it is one of score, points, page"):
         process.start(settings)
     assert not (tmp_path / "hub").exists(), "nothing is laid out for a hub that does not start"
+
+
+def test_another_thread_of_the_same_process_waits_for_the_lock(tmp_path):
+    """Re-entrant within one thread only: the service's web thread (or any other) never slips past its grading."""
+    said, got = [], threading.Event()
+
+    def other():
+        with grading_lock(tmp_path, "another thread", say=said.append):
+            got.set()
+
+    with grading_lock(tmp_path, "grading at submission", say=said.append):
+        thread = threading.Thread(target=other, daemon=True)
+        thread.start()
+        assert not got.wait(2), "a second thread took the lock the first holds"
+    assert got.wait(30) and said and said[0].startswith("waiting: grading at submission"), said

@@ -362,9 +362,15 @@ def _grade(root: Path, assignments: list[str], jobs: int, quiet: bool, show_prog
             if outcome.status in ("refused", "unchanged") and outcome.reason and job and _refused(job):
                 refusal_pages(root, outcome, job.hand)
         if report:
-            forked_nbgrader(root, "export", f"--to={root / 'grades.csv'}", quiet=quiet)
-            write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
+            class_outputs(root, entries, quiet=quiet)
     return graded
+
+
+def class_outputs(root: Path, entries: dict, quiet: bool = True, check: bool = True) -> None:
+    """What the instructor reads of the whole class: grades.csv (nbgrader's export) and the class report, from the
+    ledger's `entries` (Ledger.entries())."""
+    forked_nbgrader(root, "export", f"--to={root / 'grades.csv'}", quiet=quiet, check=check)
+    write_report(root, {key: entry.reason for key, entry in entries.items()}, misplaced(root))
 
 
 def progress(work, desc: str, unit: str, disable: bool = False) -> tqdm:

@@ -1,7 +1,7 @@
 """One grading at a time in a course directory: `python -m autograder grade` in a terminal and grading at submission
 (autograder.on_submit) share `submitted/`, the gradebook and grading/'s work folders, which a second run would clear
 under the first. The lock is `grading/grade.lock` (flock: the kernel frees it when its process dies, `kill -9`
-included); it holds who took it, so that the one who waits is told whom for. Within one process it is re-entrant."""
+included); it holds who took it, so that the one who waits is told whom for. Within one thread it is re-entrant."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +14,7 @@ from pathlib import Path
 
 LOCK = Path("grading") / "grade.lock"  # under the course root
 
-_held: dict[Path, int] = {}  # the locks this process holds: root -> depth
+_held: dict[tuple[Path, int], int] = {}  # the locks this process's threads hold: (root, thread) -> depth
 _guard = threading.Lock()
 
 
@@ -23,9 +23,10 @@ def grading_lock(root: Path, who: str, say: Callable[[str], None] = print) -> It
     """Hold the course directory `root` for grading as `who` (said to anyone who waits), waiting while someone else
     grades there; `say` tells the wait once."""
     root = root.resolve()
+    key = (root, threading.get_ident())
     with _guard:
-        if root in _held:
-            _held[root] += 1
+        if key in _held:
+            _held[key] += 1
             mine = False
         else:
             mine = True
@@ -34,7 +35,7 @@ def grading_lock(root: Path, who: str, say: Callable[[str], None] = print) -> It
             yield
         finally:
             with _guard:
-                _held[root] -= 1
+                _held[key] -= 1
         return
     path = root / LOCK
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -49,12 +50,12 @@ def grading_lock(root: Path, who: str, say: Callable[[str], None] = print) -> It
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{who} (process {os.getpid()}, since {time.strftime('%H:%M:%S')})".encode(), 0)
         with _guard:
-            _held[root] = 1
+            _held[key] = 1
         try:
             yield
         finally:
             with _guard:
-                del _held[root]
+                del _held[key]
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing frees the flock

@@ -21,10 +21,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 
 from autograder.grading import autograde_process
-from autograder.grading.engine import GRADING_DIR, grade
+from autograder.grading.engine import GRADING_DIR, class_outputs, grade, gradebook
+from autograder.grading.ledger import Ledger
 from autograder.grading.lock import grading_lock
 from autograder.handins.inbound import foreign_reason, not_a_handin
 from autograder.nbgrader_run import environment
@@ -63,7 +64,7 @@ class Service:
         return policy_for(self.policies, assignment)
 
     def released(self) -> set[str]:
-        with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
+        with gradebook(self.root) as gb:
             return {assignment.name for assignment in gb.assignments}
 
     def scan(self) -> list[HandedIn]:
@@ -185,7 +186,7 @@ class Service:
     def shown(self, item: HandedIn, shows: str) -> dict:
         """What `item`'s student sees: the score (written answers not graded yet, late penalty), and with "points"
         each exercise's; with "page" that the feedback page is theirs to fetch."""
-        with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
+        with gradebook(self.root) as gb:
             score = score_of(gb, item.assignment, item.student)
             exercises = {}
             if shows in ("points", "page"):
@@ -252,13 +253,8 @@ class Service:
     def export_when_quiet(self, every: float = 300) -> None:
         """grades.csv and the class report, at most every `every` seconds while hand-ins are graded."""
         if self.changed_since_export and time.time() - self.last_export > every:
-            from autograder.grading.engine import forked_nbgrader, misplaced
-            from autograder.grading.ledger import Ledger
-            from autograder.results.report import write_report
             with grading_lock(self.root, "grading at submission", say=log.info):
-                forked_nbgrader(self.root, "export", f"--to={self.root / 'grades.csv'}", quiet=True, check=False)
-                entries = Ledger(self.root / GRADING_DIR / "ledger.jsonl").entries()
-                write_report(self.root, {key: entry.reason for key, entry in entries.items()}, misplaced(self.root))
+                class_outputs(self.root, Ledger(self.root / GRADING_DIR / "ledger.jsonl").entries(), check=False)
             self.last_export, self.changed_since_export = time.time(), False
 
     def run(self, stop=None, pause: float = 1.0, due_every: float = 20.0) -> None:
