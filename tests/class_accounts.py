@@ -11,6 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from autograder.hub.accounts import ClassAccounts
 from autograder.hub.settings import HubSettings
 
@@ -44,28 +46,25 @@ def remove_accounts_of_gone_test_hubs() -> list[str]:
     test hub's folder that is gone, or untouched for STALE_HOURS with nothing running as them. Never a system
     account nor one whose home is elsewhere, but for the demo's own names in the class's default range whose home is
     gone (a demo hub's run under an earlier layout). The names removed."""
+    running = {process.info["uids"].real for process in psutil.process_iter(["uids"]) if process.info["uids"]}
+    removed = [entry.pw_name for entry in pwd.getpwall() if _left_by_a_test_hub(entry, running)]
+    for name in removed:
+        subprocess.run(["userdel", name], capture_output=True, text=True)
+    return removed
+
+
+def _left_by_a_test_hub(entry: pwd.struct_passwd, running: set[int]) -> bool:
     from autograder.hub.cli import DEMO_INSTRUCTORS, DEMO_STUDENTS
     defaults = HubSettings(root="/nonexistent")
-    demo = {defaults.grader, *DEMO_STUDENTS, *DEMO_INSTRUCTORS}
-    removed = []
-    running = {int(line.split()[0]) for line in subprocess.run(["ps", "-e", "-o", "uid="], capture_output=True,
-                                                               text=True).stdout.split("\n") if line.strip()}
-    for entry in pwd.getpwall():
-        if entry.pw_uid < 1000:
-            continue
-        if not entry.pw_dir.startswith(TEST_HUBS):
-            if (entry.pw_name in demo and defaults.first_uid <= entry.pw_uid <= defaults.last_uid
-                    and not Path(entry.pw_dir).exists()):
-                subprocess.run(["userdel", entry.pw_name], capture_output=True, text=True)
-                removed.append(entry.pw_name)
-            continue
-        folder = Path("/tmp") / Path(entry.pw_dir).relative_to("/tmp").parts[0]
-        gone = not folder.exists()
-        stale = not gone and time.time() - folder.stat().st_mtime > STALE_HOURS * 3600 and entry.pw_uid not in running
-        if gone or stale:
-            subprocess.run(["userdel", entry.pw_name], capture_output=True, text=True)
-            removed.append(entry.pw_name)
-    return removed
+    if entry.pw_uid < 1000:
+        return False
+    if not entry.pw_dir.startswith(TEST_HUBS):
+        return (entry.pw_name in {defaults.grader, *DEMO_STUDENTS, *DEMO_INSTRUCTORS}
+                and defaults.first_uid <= entry.pw_uid <= defaults.last_uid and not Path(entry.pw_dir).exists())
+    folder = Path("/tmp") / Path(entry.pw_dir).relative_to("/tmp").parts[0]
+    if not folder.exists():
+        return True
+    return time.time() - folder.stat().st_mtime > STALE_HOURS * 3600 and entry.pw_uid not in running
 
 
 @contextlib.contextmanager
