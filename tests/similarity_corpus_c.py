@@ -19,9 +19,10 @@ brackets and spacing the printer's):
   `.shape`, `dim=` by keyword or position, `math.sqrt` and `** 0.5`, `torch.cat` and `torch.concat`), loops and
   comprehensions exchanged, `if`/`else` and conditional expressions exchanged, nested expressions split into
   named temporaries or temporaries inlined, operands around a number commuted, and (`FormsRewritten`,
-  `independent_swapped`) forms the screen does not take as one, either way: `masked_fill` and `torch.where`,
-  `unsqueeze` and indexing with None, `.float()` and `.to(torch.float32)`, `.contiguous().view` and `.reshape`, a
-  default written out or not, independent assignments swapped;
+  `independent_swapped`) forms the screen did not take as one when this corpus was written, either way:
+  `masked_fill` and `torch.where`, `unsqueeze` and indexing with None, `.float()` and `.to(torch.float32)`,
+  `.contiguous().view` and `.reshape`, a default written out or not (the screen's canonical form has taken these
+  as one since issue 52's second round), independent assignments swapped (still not taken as one);
 - `partial_3` and `partial_5`: 3 and 5 exercises rewritten (medium and strong), the rest their own, from a
   classmate who wrote their own code (a tests/wild student: a corpus B student's answer, the course's solution
   among them, is often one several classmates also wrote, step by step, and copying what honest students write

@@ -23,6 +23,7 @@ import pytest
 from autograder.paths import notebook_path
 from autograder.similarity import collect
 from autograder.similarity.fingerprints import fingerprint
+from autograder.similarity import scoring
 from autograder.similarity.scoring import CORROBORATED, exercise_evidence, is_short, length_weight, student_pairs
 from autograder.similarity.screen import screen
 from autograder.similarity.table import NOT_A_VERDICT
@@ -100,7 +101,10 @@ def test_on_a_class_it_was_not_tuned_on_every_copy_is_flagged_and_nine_in_ten_fl
     partial = ranked[tuple(sorted(("copy_partial", copies["copy_partial"])))]
     copied = {"masked_attention", "multi_head_attention", "evaluate"}
     assert copied <= {m.exercise for m in partial.matched[:4]}, partial.matched
-    assert all(m.evidence <= 1 for p in found.pairs for m in p.matches)  # no one cell outweighs the rest
+    most = scoring.exercise_evidence(scoring.MAX_EXERCISE, scoring.LENGTH_FULL)
+    assert all(m.evidence <= most < p.threshold for p in found.pairs for m in p.matches)  # one exercise never flags
+    assert all(m.evidence <= 1 for p in found.pairs if not _copy_pair_b(p, copies) for m in p.matches)  # no long
+    # passage of rare code is shared but by copies
 
 
 def test_the_idiom_students_and_the_pair_who_used_one_tutorial_are_not_flagged(screened_b):
@@ -152,7 +156,8 @@ def test_short_is_measured_in_what_the_student_wrote_and_one_exercise_never_flag
     assert printed.written == short.written and is_short(printed.written)  # ... to what the student wrote either
     assert length_weight(short.written) < 0.5
     assert exercise_evidence(1.0, short.written) < 0.5  # a whole short cell shared weighs little
-    assert max(m.evidence for p in found.pairs for m in p.matches) <= 1.0 < CORROBORATED
+    most = exercise_evidence(scoring.MAX_EXERCISE, scoring.LENGTH_FULL)  # a long passage of rare code, whole
+    assert 1.0 < max(m.evidence for p in found.pairs for m in p.matches) <= most < CORROBORATED
 
 
 def _hand_in(root: Path, student: str, assignment: str, cells: dict[str, str]) -> Path:

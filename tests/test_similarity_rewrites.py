@@ -41,6 +41,8 @@ REWRITES = {
     "nested expressions split into temporaries": _tree_rewrite(corpus_c.temporaries_split, p=1.0),
     "temporaries inlined": _tree_rewrite(corpus_c.temporaries_inlined, p=1.0),
     "operands around a number commuted": _tree_rewrite(corpus_c.commuted, p=1.0),
+    "masked_fill and torch.where, unsqueeze and None, .float() and .to, .contiguous(), Linear's bias":
+        _tree_rewrite(lambda tree, rng, p: corpus_c.FormsRewritten(rng, p).visit(tree), p=1.0),
     "neighbouring definitions and methods swapped": _tree_rewrite(corpus_c.swapped),
     "dead code added": _tree_rewrite(corpus_c.dead_code_added),
 }

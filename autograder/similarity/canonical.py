@@ -7,7 +7,10 @@ A cell is parsed and its syntax tree rewritten into one form for each thing Pyth
   `torch.softmax(x, d)`, `F.softmax(x, dim=d)` and `x.softmax(d)` (any function that is also a tensor method);
   `.mT` and `.transpose(-1, -2)`; `.size(i)` and `.shape[i]`; `math.sqrt(x)`, `x.sqrt()` and `x ** 0.5`;
   `float("-inf")` and `-math.inf`; `torch.concat` and `torch.cat`; keyword or positional arguments;
-  `x += y` and `x = x + y`; `== None` and `is None`;
+  `x += y` and `x = x + y`; `== None` and `is None`; `torch.where(m, v, x)` and `x.masked_fill(m, v)`;
+  `x[:, None]` and `x.unsqueeze(1)` (`x[None]`, `x[..., None]` alike); `x.to(torch.float32)` and `x.float()` (the
+  other dtypes with a method alike); `.contiguous()` or not; `nn.Linear`'s, `nn.LayerNorm`'s, `nn.Dropout`'s and
+  `nn.Embedding`'s defaults written out or not;
 - structure: a loop that appends and a comprehension; a conditional expression and an `if`/`else` that assigns
   one name; a value held in a temporary used once and the value written in place; `a, b = x, y` and two assignments; the operands of `+`, `*`,
   `==` in either order; definitions and methods in any order;
@@ -45,6 +48,13 @@ METHOD_SYNONYMS = {"reshape": "view", "swapaxes": "transpose", "swapdims": "tran
                    "concatenate": "cat", "as_tensor": "tensor", "inference_mode": "no_grad", "clip": "clamp",
                    "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div", "absolute": "abs"}
 MATMUL = {"matmul", "mm", "bmm"}
+# `x.to(dtype)` with one of these is the method named (`x.to(torch.float32)` is `x.float()`).
+DTYPE_METHODS = {"torch.float32": "float", "torch.float": "float", "torch.float64": "double", "torch.double": "double",
+                 "torch.int64": "long", "torch.long": "long", "torch.int32": "int", "torch.int": "int",
+                 "torch.float16": "half", "torch.half": "half", "torch.bool": "bool"}
+# Arguments a constructor takes by default, by position (keywords already put last): written out or not, one form.
+DEFAULTS = {"torch.nn.Linear": {2: True}, "torch.nn.LayerNorm": {1: 1e-05, 2: True}, "torch.nn.Dropout": {0: 0.5},
+            "torch.nn.Embedding": {2: None}}
 INFINITY = "inf"
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
 BUILTINS = frozenset(dir(builtins))
@@ -87,6 +97,16 @@ def _number(node: ast.AST, value) -> bool:
         return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float) \
             and -node.operand.value == value
     return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == value
+
+
+def _none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_default(node: ast.AST, default) -> bool:
+    """Whether argument `node` is the constant `default` (`Ellipsis`: no default at that position)."""
+    return default is not Ellipsis and isinstance(node, ast.Constant) and type(node.value) is type(default) \
+        and node.value == default
 
 
 def _blocks(node: ast.AST):
@@ -230,6 +250,21 @@ class _Api(ast.NodeTransformer):
         minus = [ast.UnaryOp(ast.USub(), ast.Constant(n)) for n in (2, 1)]
         return ast.copy_location(ast.Call(ast.Attribute(value, "transpose", ast.Load()), minus, []), like)
 
+    def visit_Subscript(self, node):
+        """`x[None]`, `x[:, None]`, `x[..., None]`: `x.unsqueeze(0)`, `x.unsqueeze(1)`, `x.unsqueeze(-1)`."""
+        self.generic_visit(node)
+        index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not isinstance(node.ctx, ast.Load) or not _none(index[-1]):
+            return node
+        before = index[:-1]
+        if all(isinstance(i, ast.Slice) and not (i.lower or i.upper or i.step) for i in before):
+            axis = ast.Constant(len(before))
+        elif len(before) == 1 and isinstance(before[0], ast.Constant) and before[0].value is Ellipsis:
+            axis = ast.UnaryOp(ast.USub(), ast.Constant(1))
+        else:
+            return node
+        return ast.copy_location(ast.Call(ast.Attribute(node.value, "unsqueeze", ast.Load()), [axis], []), node)
+
     def visit_Compare(self, node):
         self.generic_visit(node)
         if len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
@@ -261,6 +296,12 @@ class _Api(ast.NodeTransformer):
         if full == "super" and node.args:
             node.args = []
             return node
+        if full in DEFAULTS:
+            while node.args and _is_default(node.args[-1], DEFAULTS[full].get(len(node.args) - 1, Ellipsis)):
+                node.args.pop()
+        if full == "torch.where" and len(node.args) == 3:  # where(m, v, x) keeps x but where m: x.masked_fill(m, v)
+            func = ast.Attribute(node.args[2], "masked_fill", ast.Load())
+            return ast.copy_location(ast.Call(func, node.args[:2], []), node)
         if full in ("math.sqrt", "numpy.sqrt") and len(node.args) == 1:
             return ast.copy_location(ast.BinOp(node.args[0], ast.Pow(), ast.Constant(0.5)), node)
         if full is not None and full.rpartition(".")[0] in FUNCTION_MODULES and node.args:
@@ -275,6 +316,11 @@ class _Api(ast.NodeTransformer):
             owner, method = func.value, func.attr
             if method in MATMUL and len(node.args) == 1:
                 return ast.copy_location(ast.BinOp(owner, ast.MatMult(), node.args[0]), node)
+            if method == "contiguous" and not node.args:  # a memory layout: nothing a reader sees
+                return owner
+            if method in ("to", "type") and len(node.args) == 1 and _dotted(node.args[0]) in DTYPE_METHODS:
+                func = ast.Attribute(owner, DTYPE_METHODS[_dotted(node.args[0])], ast.Load())
+                return ast.copy_location(ast.Call(func, [], []), node)
             if method == "sqrt" and not node.args:
                 return ast.copy_location(ast.BinOp(owner, ast.Pow(), ast.Constant(0.5)), node)
             if method == "size":
@@ -577,6 +623,21 @@ class _Ordered(ast.NodeTransformer):
         if isinstance(node.op, COMMUTATIVE):
             node.left, node.right = sorted((node.left, node.right), key=ast.unparse)
         return node
+
+    def visit_Subscript(self, node):
+        """`x[None]`, `x[:, None]`, `x[..., None]`: `x.unsqueeze(0)`, `x.unsqueeze(1)`, `x.unsqueeze(-1)`."""
+        self.generic_visit(node)
+        index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not isinstance(node.ctx, ast.Load) or not _none(index[-1]):
+            return node
+        before = index[:-1]
+        if all(isinstance(i, ast.Slice) and not (i.lower or i.upper or i.step) for i in before):
+            axis = ast.Constant(len(before))
+        elif len(before) == 1 and isinstance(before[0], ast.Constant) and before[0].value is Ellipsis:
+            axis = ast.UnaryOp(ast.USub(), ast.Constant(1))
+        else:
+            return node
+        return ast.copy_location(ast.Call(ast.Attribute(node.value, "unsqueeze", ast.Load()), [axis], []), node)
 
     def visit_Compare(self, node):
         self.generic_visit(node)

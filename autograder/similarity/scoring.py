@@ -6,7 +6,9 @@ dead code aside) and rewritten into one canonical form (API forms, temporaries, 
 In each form, two things weigh, whichever weighs more:
 - rare code shared (`rare_evidence`): the share of the smaller answer's own code that the other holds, every
   fingerprint weighed by how rare it is in the class (held by two students: 1; by `h`: 1 / (h - 1)), in full from
-  `FULL_RARE` such fingerprints. Two students who write what others write too share little that is rare;
+  `FULL_RARE` such fingerprints. Two students who write what others write too share little that is rare. A long
+  passage of rare code is more than one exercise's worth: beyond `LONG_RARE` fingerprints, each `FULL_RARE` more
+  adds one more, up to `MAX_EXERCISE` (one exercise alone is never a flag);
 - the same answer, which nobody else wrote (`same_evidence`): how much of the larger answer the two share, to the
   power `SAME_POWER` (all but a line or two), in full from `FULL_SHARED` fingerprints, divided by one more than the
   classmates whose overlap with either of them comes within `CROWD_MARGIN` of theirs. In the canonical form this
@@ -15,12 +17,12 @@ the larger, scaled by what the shorter answer's student wrote (`fingerprints.wri
 `LENGTH_FROM` tokens, in full from `LENGTH_FULL`), less `EXERCISE_FLOOR` (what honest pairs share here and there).
 A pair's evidence is the sum over the exercises both answered, in "exercises' worth", and one more term,
 corroboration: in how many exercises the two wrote the same canonical answer (`TWIN_SHARE` of the smaller, at least
-`TWIN_MIN_SHARED` fingerprints), beyond what the two students' own rates of such twins in this class make likely
-(`expected + TWIN_SPREAD x sqrt(expected) + 1`), each exercise beyond it worth `TWIN_WORTH`: a copy rewritten by hand
-is the same canonical code in most exercises, two honest students in a few.
+`TWIN_MIN_SHARED` fingerprints), beyond what the two students' own rates of such twins with their other classmates
+make likely (`expected + TWIN_SPREAD x sqrt(expected) + 1`), each exercise beyond it worth `TWIN_WORTH`: a copy
+rewritten by hand is the same canonical code in most exercises, two honest students in a few.
 
 A pair is flagged from the class's far-out fence (Tukey: third quartile + 3 x the interquartile range of every
-pair's evidence, pairs with none included), never below `CORROBORATED`, two exercises' worth; it is worth a look
+pair's evidence, pairs with none included), never below `CORROBORATED`, about two exercises' worth; it is worth a look
 from the inner fence (1.5 x), never below `WORTH_A_LOOK`. Each student is matched against each `--reference` file
 with the rare-code measure (a fingerprint the file and `h` students hold weighs 1 / h), listed apart and flagged by
 the same rule over the student-file pairs. bench/README.md gives the figures on the corpora of tests/.
@@ -37,6 +39,8 @@ from dataclasses import dataclass, field
 from autograder.similarity.fingerprints import Fingerprint
 
 FULL_RARE = 20.0  # rarity-weighted shared fingerprints from which rare code counts in full
+LONG_RARE = 30.0  # ... and beyond which it counts for more (no honest pair of the corpora shared 23 in one exercise)
+MAX_EXERCISE = 1.5  # the most one exercise's rare code can weigh, in exercises' worth
 FULL_SHARED = 12  # shared fingerprints from which the same answer counts in full
 SAME_POWER = 4  # the same answer: the share of the larger answer both hold, to this power
 CROWD_MARGIN = 0.2  # classmates this close to a pair's overlap with either of them make their answer common
@@ -47,7 +51,7 @@ TWIN_SHARE = 0.9  # two answers are canonical twins when the other holds this sh
 TWIN_MIN_SHARED = 10  # ... and at least this many fingerprints
 TWIN_SPREAD = 3.0  # twins beyond expected + this many standard deviations (Poisson) + 1 corroborate
 TWIN_WORTH = 1.0  # what each of those twins is worth: an exercise's worth
-CORROBORATED = 2.0  # the least evidence flagged: two exercises' worth
+CORROBORATED = 1.9  # the least evidence flagged: two exercises' worth, one of them not wholly alike
 WORTH_A_LOOK = 1.0  # the least evidence worth a look: one exercise's worth
 FENCE, INNER_FENCE = 3.0, 1.5  # Tukey's fences: Q3 + FENCE x IQR of the class's evidence
 MIN_EXERCISE_EVIDENCE = 0.05  # an exercise is listed as matched from this much evidence
@@ -126,7 +130,9 @@ def rarity(holders: int) -> float:
 
 def rare_evidence(shared: float, smaller_own: float) -> float:
     """Rare code shared: `shared` rarity-weighted fingerprints of the smaller answer's `smaller_own`."""
-    return min(1.0, shared / (smaller_own or 1.0)) * min(1.0, shared / FULL_RARE)
+    share = min(1.0, shared / (smaller_own or 1.0))
+    beyond = share * max(0.0, shared - LONG_RARE) / FULL_RARE  # a long passage: more than one exercise's worth
+    return share * min(1.0, shared / FULL_RARE) + min(MAX_EXERCISE - 1.0, beyond)
 
 
 def same_evidence(share: float, shared: int, crowd: int) -> float:
@@ -213,7 +219,8 @@ def student_pairs(cells: dict[Exercise, dict[str, Fingerprint]], attributed: dic
     pairs: dict[tuple[str, str], PairEvidence] = {}
     answered: dict[tuple[str, str], int] = defaultdict(int)
     twins: dict[tuple[str, str], int] = defaultdict(int)
-    twin_rate: dict[str, list[float]] = defaultdict(list)  # per exercise answered: the share of classmates twinned
+    twinned_in: dict[tuple[str, str], set[Exercise]] = defaultdict(set)  # each pair's exercises of twins
+    twin_rate: dict[str, list[tuple[int, int]]] = defaultdict(list)  # per exercise answered: (twinned, answered)
     students_all = sorted({s for by_student in cells.values() for s in by_student})
     for exercise in sorted(cells):
         by_student = cells[exercise]
@@ -229,10 +236,11 @@ def student_pairs(cells: dict[Exercise, dict[str, Fingerprint]], attributed: dic
         twinned: dict[str, int] = defaultdict(int)
         for pair in rewritten.twins:
             twins[pair] += 1
+            twinned_in[pair].add(exercise)
             twinned[pair[0]] += 1
             twinned[pair[1]] += 1
         for student in students:
-            twin_rate[student].append(twinned[student] / max(1, len(students) - 1))
+            twin_rate[student].append((twinned[student], len(students)))
         for pair in sorted(set(written.evidence) | set(rewritten.evidence)):
             _, form, found_in = max(((f.evidence[pair], -i, f) for i, f in enumerate((written, rewritten))
                                      if pair in f.evidence), key=lambda c: c[:2])
@@ -252,9 +260,16 @@ def student_pairs(cells: dict[Exercise, dict[str, Fingerprint]], attributed: dic
         if relative_to_class:
             found.twins = twins[pair]
             both = exercises_of[pair[0]] & exercises_of[pair[1]]
-            found.expected_twins = sum((rates[pair[0]][e] + rates[pair[1]][e]) / 2 for e in both)
+            found.expected_twins = sum(_twin_rate(rates[s][e], e in twinned_in[pair]) for s in pair for e in both) / 2
     n = len(students_all)
     return _set_thresholds(list(pairs.values()), n * (n - 1) // 2)
+
+
+def _twin_rate(twinned_answered: tuple[int, int], with_partner: bool) -> float:
+    """The share of a student's other classmates (the partner left out) who wrote their canonical answer to an
+    exercise: (twins, students who answered it), and whether one of those twins is the partner."""
+    twinned, answered = twinned_answered
+    return (twinned - with_partner) / max(1, answered - 2)
 
 
 def reference_matches(cells: dict[Exercise, dict[str, Fingerprint]],
