@@ -1,8 +1,9 @@
 """The evidence against each pair, and whether a person should look at it.
 
-Each exercise gives a pair at most 1, and evidence adds up only as exercises corroborate each other. An exercise
-is compared in both forms of the code (`canonical`): as written (comments, names, layout, order of definitions and
-dead code aside) and rewritten into one canonical form (API forms, temporaries, loops and the rest made one too).
+Each exercise gives a pair at most 1 (a long passage of rare code up to 1.5), and evidence adds up only as
+exercises corroborate each other. An exercise is compared in both forms of the code (`canonical`): as written
+(comments, names, layout, order of definitions and dead code aside) and rewritten into one canonical form (API
+forms, temporaries, loops and the rest made one too).
 In each form, two things weigh, whichever weighs more:
 - rare code shared (`rare_evidence`): the share of the smaller answer's own code that the other holds, every
   fingerprint weighed by how rare it is in the class (held by two students: 1; by `h`: 1 / (h - 1)), in full from
@@ -22,7 +23,7 @@ make likely (`expected + TWIN_SPREAD x sqrt(expected) + 1`), each exercise beyon
 rewritten by hand is the same canonical code in most exercises, two honest students in a few.
 
 A pair is flagged from the class's far-out fence (Tukey: third quartile + 3 x the interquartile range of every
-pair's evidence, pairs with none included), never below `CORROBORATED`, about two exercises' worth; it is worth a look
+pair's evidence, pairs with none included), never below `CORROBORATED`, 1.6 exercises' worth; it is worth a look
 from the inner fence (1.5 x), never below `WORTH_A_LOOK`. Each student is matched against each `--reference` file
 with the rare-code measure (a fingerprint the file and `h` students hold weighs 1 / h), listed apart and flagged by
 the same rule over the student-file pairs. bench/README.md gives the figures on the corpora of tests/.
@@ -40,7 +41,7 @@ from autograder.similarity.fingerprints import Fingerprint
 
 FULL_RARE = 20.0  # rarity-weighted shared fingerprints from which rare code counts in full
 LONG_RARE = 30.0  # ... and beyond which it counts for more (no honest pair of the corpora shared 23 in one exercise)
-MAX_EXERCISE = 1.5  # the most one exercise's rare code can weigh, in exercises' worth
+MAX_EXERCISE = 1.4  # the most one exercise's rare code can weigh (less the floor: 1.5 exercises' worth, never a flag alone)
 FULL_SHARED = 12  # shared fingerprints from which the same answer counts in full
 SAME_POWER = 4  # the same answer: the share of the larger answer both hold, to this power
 CROWD_MARGIN = 0.2  # classmates this close to a pair's overlap with either of them make their answer common
@@ -51,7 +52,7 @@ TWIN_SHARE = 0.9  # two answers are canonical twins when the other holds this sh
 TWIN_MIN_SHARED = 10  # ... and at least this many fingerprints
 TWIN_SPREAD = 3.0  # twins beyond expected + this many standard deviations (Poisson) + 1 corroborate
 TWIN_WORTH = 1.0  # what each of those twins is worth: an exercise's worth
-CORROBORATED = 1.9  # the least evidence flagged: two exercises' worth, one of them not wholly alike
+CORROBORATED = 1.6  # the least evidence flagged: one exercise wholly alike and most of another
 WORTH_A_LOOK = 1.0  # the least evidence worth a look: one exercise's worth
 FENCE, INNER_FENCE = 3.0, 1.5  # Tukey's fences: Q3 + FENCE x IQR of the class's evidence
 MIN_EXERCISE_EVIDENCE = 0.05  # an exercise is listed as matched from this much evidence

@@ -10,7 +10,7 @@ NOT_A_VERDICT = ("Evidence for a person to review, not a verdict: shared code ca
                  "textbook idiom, a study group the course allows, the same tutorial), and code rewritten with a new "
                  "structure, or by a language model, may not be seen. Read the pair pages before drawing any "
                  "conclusion.")
-HOW_TO_READ = ("evidence: in exercises' worth, each exercise 0 to 1: the rare code two answers share and the same "
+HOW_TO_READ = ("evidence: in exercises' worth, each exercise 0 to 1 (to 1.5 for a long passage): the rare code two answers share and the same "
                "answer nobody else in the class wrote, compared as written and once both are rewritten into one "
                "form (API forms, temporaries, loops and order made one), less for a short answer; the release "
                "notebook's code, code most of the class shares and what a --reference file holds count 0. Exercises "
