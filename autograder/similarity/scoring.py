@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from autograder.similarity.fingerprints import Fingerprint
 
 FULL_RARE = 20.0  # rarity-weighted shared fingerprints from which rare code counts in full
-LONG_RARE = 30.0  # ... and beyond which it counts for more (no honest pair of the corpora shared 23 in one exercise)
+LONG_RARE = 30.0  # ... beyond which it counts for more (bench/README.md's honest pairs: 31 at most, copies to 180)
 MAX_EXERCISE = 1.4  # the most one exercise's rare code can weigh (less the floor: 1.5 exercises' worth, never a flag alone)
 FULL_SHARED = 12  # shared fingerprints from which the same answer counts in full
 SAME_POWER = 4  # the same answer: the share of the larger answer both hold, to this power
