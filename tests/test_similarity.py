@@ -22,7 +22,7 @@ import pytest
 
 from autograder.paths import notebook_path
 from autograder.similarity import collect
-from autograder.similarity.fingerprints import fingerprint
+from autograder.similarity.fingerprints import Fingerprint, fingerprint
 from autograder.similarity import scoring
 from autograder.similarity.scoring import CORROBORATED, exercise_evidence, is_short, length_weight, student_pairs
 from autograder.similarity.screen import screen
@@ -229,3 +229,20 @@ def test_the_command_ranks_the_same_under_any_hash_seed_and_writes_offline_pages
     for path in pages:  # nothing a browser would fetch: no script, no stylesheet or image from anywhere
         text = (first / path).read_text().lower()
         assert not any(fetch in text for fetch in ("<script", "<link", "<img", "src=", "url(", "@import")), path
+
+
+def test_a_pairs_own_twins_do_not_raise_what_is_expected_of_it():
+    """Two students who wrote the same canonical answer in every exercise, and nobody else alike: their expected
+    twins come from their other classmates (none), not from each other, so every twin corroborates."""
+    def cell(hashes: set[int]) -> Fingerprint:
+        return Fingerprint("cell", "", {}, (), set(hashes), written=200)
+    cells = {}
+    for number in range(6):
+        shared = set(range(1000 * number, 1000 * number + 30))
+        cells[("01", f"exercise_{number}")] = {
+            "ada": cell(shared), "bob": cell(shared),
+            **{f"other_{k}": cell(set(range(10 ** 6 * (k + 1) + 100 * number, 10 ** 6 * (k + 1) + 100 * number + 30)))
+               for k in range(4)}}
+    pair = {(p.first, p.second): p for p in student_pairs(cells)}[("ada", "bob")]
+    assert pair.twins == 6 and pair.expected_twins == 0.0
+    assert pair.corroboration == scoring.TWIN_WORTH * (6 - 1)

@@ -267,7 +267,7 @@ class _Api(ast.NodeTransformer):
 
     def visit_Compare(self, node):
         self.generic_visit(node)
-        if len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
+        if len(node.ops) == 1 and _none(node.comparators[0]):
             if isinstance(node.ops[0], ast.Eq):
                 node.ops = [ast.Is()]
             elif isinstance(node.ops[0], ast.NotEq):
@@ -623,21 +623,6 @@ class _Ordered(ast.NodeTransformer):
         if isinstance(node.op, COMMUTATIVE):
             node.left, node.right = sorted((node.left, node.right), key=ast.unparse)
         return node
-
-    def visit_Subscript(self, node):
-        """`x[None]`, `x[:, None]`, `x[..., None]`: `x.unsqueeze(0)`, `x.unsqueeze(1)`, `x.unsqueeze(-1)`."""
-        self.generic_visit(node)
-        index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if not isinstance(node.ctx, ast.Load) or not _none(index[-1]):
-            return node
-        before = index[:-1]
-        if all(isinstance(i, ast.Slice) and not (i.lower or i.upper or i.step) for i in before):
-            axis = ast.Constant(len(before))
-        elif len(before) == 1 and isinstance(before[0], ast.Constant) and before[0].value is Ellipsis:
-            axis = ast.UnaryOp(ast.USub(), ast.Constant(1))
-        else:
-            return node
-        return ast.copy_location(ast.Call(ast.Attribute(node.value, "unsqueeze", ast.Load()), [axis], []), node)
 
     def visit_Compare(self, node):
         self.generic_visit(node)
