@@ -20,12 +20,17 @@ setup: $(STAMP)
 CHROMIUM := $(if $(and $(filter 0,$(shell id -u)),$(shell command -v apt-get)),/usr/bin/chromium)
 APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-noto-color-emoji libnss-wrapper
 
+# bubblewrap, the box each graded notebook runs in (autograder/box/), and shadow's newuidmap and newgidmap (uidmap), which
+# give an account's boxes user ids of their own: from the system's packages where set-up runs as root, like Chromium.
+# Never fatal: without bubblewrap, grading refuses to start and says what to do (the demo grades its own hand-ins anyway).
+BWRAP := $(if $(and $(filter 0,$(shell id -u)),$(shell command -v apt-get)),/usr/bin/bwrap)
+
 # Node.js and npm for the class hub's proxy (configurable-http-proxy, deploy/proxy/package.json): from the system's packages,
 # like Chromium, where it runs as root and has none yet. Never fatal: without them the hub's tests skip and say why.
 NODE := $(if $(and $(filter 0,$(shell id -u)),$(shell command -v apt-get)),$(if $(shell command -v npm),,/usr/bin/npm))
 HUB_PROXY := deploy/proxy/node_modules/.installed
 
-$(STAMP): requirements.txt requirements-nodeps.txt $(CHROMIUM) $(NODE)
+$(STAMP): requirements.txt requirements-nodeps.txt $(CHROMIUM) $(NODE) $(BWRAP)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-nodeps.txt
@@ -36,6 +41,12 @@ $(STAMP): requirements.txt requirements-nodeps.txt $(CHROMIUM) $(NODE)
 	@echo "installing Chromium for the browser tests (apt-get)"
 	@($(APT_INSTALL) || (apt-get update -qq && $(APT_INSTALL))) >/dev/null 2>&1 \
 	  || echo "could not install Chromium: the browser tests will skip"
+
+/usr/bin/bwrap:
+	@echo "installing bubblewrap and uidmap for the box graded notebooks run in (apt-get)"
+	@(DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap uidmap \
+	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap uidmap)) \
+	  >/dev/null 2>&1 || echo "could not install bubblewrap: grading will refuse to start until it is installed"
 
 /usr/bin/npm:
 	@echo "installing Node.js and npm for the class hub's proxy (apt-get)"

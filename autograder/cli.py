@@ -63,7 +63,13 @@ def _grade(args) -> None:
                for a in assignments for student in students_in(ROOT)):
         raise SystemExit(f"Nothing is handed in under {ROOT / 'submitted'} for {', '.join(assignments)}: collect the "
                          "submissions first (nbgrader collect, or copy them to submitted/<student>/<assignment>/).")
-    limits = Limits(args.cell_timeout, args.notebook_timeout or NOTEBOOK_TIME_LIMIT)
+    boxed = not args.student_code_runs_as_me
+    if boxed:
+        print(f"Each notebook runs {box_or_exit().describe()}.")
+    else:
+        print(f"warning: {UNBOXED_FLAG}: each hand-in's code runs as you, able to read and change all you can (the "
+              "solutions, the gradebook, every hand-in); the guard, a Python audit hook, is its only fence")
+    limits = Limits(args.cell_timeout, args.notebook_timeout or NOTEBOOK_TIME_LIMIT, boxed=boxed)
     outcomes = grade(ROOT, assignments, jobs=args.jobs, quiet=True, limits=limits, scheduler=args.scheduler)
     print(score_table(read_term(ROOT / "gradebook.db"), needs_a_look(outcomes)))
     recomputed = [line for o in outcomes for line in o.recomputed]
@@ -71,6 +77,23 @@ def _grade(args) -> None:
         print("\nRecomputed (the policy or the grades they depend on changed since they were graded):")
         print("\n".join(f"  {line}" for line in recomputed))
     print(run_summary(outcomes, len(unplaced)) + f"; into {ROOT / 'gradebook.db'}; feedback in {ROOT / 'feedback'}.")
+
+
+UNBOXED_FLAG = "--student-code-runs-as-me"
+
+
+def box_or_exit():
+    """Who this machine's boxes are (autograder.box.check), or a SystemExit that says why it has none and what to do."""
+    from autograder.box.check import check
+    from autograder.box.who import BoxUnavailable
+    try:
+        return check()
+    except BoxUnavailable as why:
+        raise SystemExit(
+            "Grading runs each hand-in's code in a box of its own, where it reads no other file of the course and "
+            f"changes nothing (docs/instructor-guide.md, Security). This machine cannot make one: {why}.\nInstall "
+            f"it and grade again; or, to grade with each hand-in's code running as you, able to read and change "
+            f"everything you can (the solutions, the gradebook, every hand-in), add {UNBOXED_FLAG}.") from None
 
 
 def run_summary(outcomes, unplaced: int) -> str:
@@ -154,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                          "nbgrader_config.py's Execute.timeout)")
     grading.add_argument("--notebook-timeout", type=float, default=None, help="seconds per whole notebook, after "
                          "which its processes are killed and it gets 0 with a reason (default: 900)")
+    grading.add_argument(UNBOXED_FLAG, action="store_true", help="grade where this machine cannot box a notebook "
+                         "(no bubblewrap, not Linux): each hand-in's code then runs as you, and can read and change "
+                         "everything you can")
     grading.set_defaults(run=_grade)
     extending = commands.add_parser("extend", help="give a student more time for an assignment (nbgrader's extension), "
                                     "before or after their hand-in: the next grade run works the late penalty out "

@@ -149,7 +149,7 @@ def test_stopping_a_hub_stops_what_outlived_it_in_its_cgroups(tmp_path):
     if why_no_hub():
         pytest.skip(why_no_hub())
     from autograder.hub import process
-    from autograder.hub.cgroups import Tree
+    from autograder.box.cgroups import Tree
     settings = HubSettings(root=str(tmp_path))
     settings.state.mkdir()
     tree = Tree(settings.folder).make()

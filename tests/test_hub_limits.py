@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.hub.cgroups import Tree
+from autograder.box.cgroups import Tree
 from course.kernel_limits import explanation, kernel_limit_mb
 from tests.hub import Kernel, running_hub
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder.hub.cgroups import Tree
+from autograder.box.cgroups import Tree
 from autograder.hub.cli import free_ports
 from autograder.hub.settings import HubSettings
 from autograder.paths import ROOT

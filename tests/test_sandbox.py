@@ -75,7 +75,7 @@ from autograder.grading import autograde_process
 from autograder.nbgrader_run import environment
 if __name__ == "__main__":
     folder = Path(sys.argv[1])
-    finished = autograde_process.autograde(["--version"], folder, environment(), folder / "log", 3072, 120)
+    finished = autograde_process.autograde(["--version"], folder, environment(), folder / "log", 3072, 120, None)
     print(finished.returncode)
     print(finished.log)
 """

@@ -6,8 +6,11 @@ import os
 import shutil
 from pathlib import Path
 
+from autograder.box.check import check
+from autograder.box.who import BoxUnavailable
 from autograder.demo.submissions import STUDENTS, write_submission
 from autograder.grading.engine import GRADING_DIR, Outcome, grade
+from autograder.grading.job import Limits
 from autograder.paths import ROOT, notebook_path
 from autograder.authoring.release import release
 from autograder.results.report import needs_a_look, read_term, score_table
@@ -47,7 +50,14 @@ def run_demo(root: Path = ROOT, quiet: bool = True, jobs: int | None = None) -> 
     hand_in(root)
     jobs = jobs or os.cpu_count() or 1
     print(f"Grading with `python -m autograder grade --jobs {jobs}` (nbgrader autograde, generate_feedback, export) ...")
-    outcomes = grade(root, list(NOTEBOOKS), jobs=jobs, quiet=quiet)
+    try:
+        print(f"Each notebook runs {check().describe()}.")
+        boxed = True
+    except BoxUnavailable as why:
+        print(f"This machine cannot box a notebook ({why}): the demo grades its own hand-ins, which the course wrote, "
+              "without one. A class's hand-ins need it: docs/instructor-guide.md, Security.")
+        boxed = False
+    outcomes = grade(root, list(NOTEBOOKS), jobs=jobs, quiet=quiet, limits=Limits(boxed=boxed))
     outcomes.sort(key=lambda o: (list(STUDENTS).index(o.student), list(NOTEBOOKS).index(o.assignment)))
     write_csv(outcomes, root / "reports" / "demo_scores.csv")
     print()

@@ -2,13 +2,15 @@
 
 Importing nbgrader costs about two seconds; a class of 200 students and 7 notebooks would pay it 1,400 times.
 A forkserver (Python's `multiprocessing`) imports it once; each grading job is a process forked from it, so
-every notebook still gets a process of its own, sandboxed as `autograder.grading.sandbox` sandboxes a command: in a
-network namespace of its own where Linux allows, a child subreaper that ends everything the notebook started,
-and a memory cap. Its output goes to a log file the grader reads.
+every notebook still gets a process of its own: in a network namespace of its own with only loopback
+(autograder.box.job_namespace), a child subreaper that ends everything the notebook started, and a memory cap. Its
+output goes to a log file the grader reads.
 
-The server also imports torch and ipykernel, and each job forks its notebook's kernel from itself before nbgrader
-starts (autograder.grading.warm_kernel): a kernel ready in a fraction of a second instead of a fresh Python importing
-torch, inside the same sandbox.
+The notebook's kernel runs in a box of its own (autograder.box): the job starts it before nbgrader, and the kernel's
+process goes into it. The server also imports torch and ipykernel, and each job forks its notebook's kernel from
+itself before nbgrader starts (autograder.grading.warm_kernel): a kernel ready in a fraction of a second instead of
+a fresh Python importing torch. After nbgrader, the job reads the box's recordings out (capped, as data) and ends
+the box, and with it everything still running inside.
 
 The grading run's other nbgrader commands, which run no notebook (generate_feedback, export), fork from the same
 server (`command`), unsandboxed: two seconds of imports saved each, and one per assignment.
@@ -22,7 +24,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.box.box import Box, Limits as BoxLimits
+from autograder.box.job_namespace import isolate_network
+from autograder.box.view import View
+from autograder.box.who import BoxUnavailable, identity, take_slot
 from autograder.grading import sandbox, warm_kernel
+
+BOX_FAILED = 75  # a job's exit code when its box could not be made (EX_TEMPFAIL: the machine's fault, try again)
 
 _context = None
 
@@ -43,11 +51,31 @@ class Finished:
     log: str  # what nbgrader and the sandbox printed
 
 
-def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_mb: int) -> None:
-    """In the forked process: become the sandbox, then run nbgrader with `argv`."""
+@dataclass(frozen=True)
+class BoxPlan:
+    """The box a job's notebook runs in: what it shows and what it may use."""
+    view: View
+    limits: BoxLimits
+
+
+def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_mb: int,
+         plan: BoxPlan | None) -> None:
+    """In the forked process: become the sandbox, start the notebook's box (`plan`; None: no box, the kernel runs as
+    this account), then run nbgrader with `argv`."""
     _enter(root, env, log_path)
-    why_not = sandbox.isolate_network()
+    box, slot = None, None
+    if plan is not None:
+        try:
+            slot = take_slot(identity())
+        except BoxUnavailable as why:
+            print(f"box: could not make the notebook's box ({why})", file=sys.stderr)
+            os._exit(BOX_FAILED)
+    why_not = isolate_network(slot)
     if why_not:
+        if plan is not None:
+            print(f"box: could not make the notebook's box (no network namespace of its own: {why_not})",
+                  file=sys.stderr)
+            os._exit(BOX_FAILED)
         print(f"sandbox: the network stays reachable ({why_not})", file=sys.stderr)
     sandbox.become_subreaper()
     sandbox.cap_memory(memory_mb)
@@ -58,17 +86,34 @@ def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_
 
     signal.signal(signal.SIGTERM, stop)
     sandbox.end_with_parent()  # the forkserver ends with the grading run; this job, and all it started, with it
-    warm_kernel.fork_waiting_kernel()  # now, while this process has one thread: nbgrader starts more
+    if plan is not None:
+        try:
+            box = Box.start(plan.view, slot, plan.limits)
+        except BoxUnavailable as why:
+            print(f"box: could not make the notebook's box ({why})", file=sys.stderr)
+            os._exit(BOX_FAILED)
+        for note in box.notes:
+            print(note, file=sys.stderr)
+    warm_kernel.fork_waiting_kernel(box.entry if box else None)  # now, while this process has one thread
     try:
         code = _launch_nbgrader(argv)
     finally:
         warm_kernel.discard()
-        ended = sandbox.kill_descendants()
+        ended = 0
+        if box is not None:
+            box.collect(Path(plan.view.records))
+            for line in box.kernel_log().splitlines():
+                print(f"{KERNEL_LINE}{line}", file=sys.stderr)
+            ended = box.end()
+        ended += sandbox.kill_descendants()
         if ended:
             print(f"sandbox: ended {ended} process(es) the graded notebook left running", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
     os._exit(code)
+
+
+KERNEL_LINE = "kernel| "  # starts each line the boxed kernel itself printed (not its cells' output), in the job's log
 
 
 def _launch_nbgrader(argv: list[str]) -> int:
@@ -119,9 +164,11 @@ def command(argv: list[str], root: Path, env: dict[str, str], log_path: Path) ->
 
 
 def autograde(argv: list[str], root: Path, env: dict[str, str], log_path: Path, memory_mb: int,
-              timeout: float) -> Finished:
-    """Run `nbgrader <argv>` in a forked, sandboxed process; stop it and all it started after `timeout` seconds."""
-    process = context().Process(target=_run, args=(argv, str(root), env, str(log_path), memory_mb), daemon=False)
+              timeout: float, plan: BoxPlan | None) -> Finished:
+    """Run `nbgrader <argv>` in a forked, sandboxed process, its notebook's kernel in the box `plan` describes (None:
+    no box); stop it and all it started after `timeout` seconds."""
+    process = context().Process(target=_run, args=(argv, str(root), env, str(log_path), memory_mb, plan),
+                                daemon=False)
     process.start()
     process.join(timeout)
     returncode = process.exitcode

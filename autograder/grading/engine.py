@@ -22,6 +22,7 @@ from nbgrader.utils import parse_utc
 from sqlalchemy.exc import SAWarning
 from tqdm import tqdm
 
+from autograder.box.check import check
 from autograder.grading import autograde_process
 from autograder.grading.gradebook_merge import merge_submission, snapshot, worker_gradebook
 from autograder.grading.job import TRY_AGAIN, Job, Limits, autograde_one
@@ -279,6 +280,8 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     hand-ins and their feedback pages (grading at submission: autograder.on_submit); with `report` False, no
     grades.csv and no class report (which read the whole class). One grading at a time in `root`
     (autograder.grading.lock): a second waits, saying for whom."""
+    if limits.boxed:
+        check()  # BoxUnavailable at once, with what to do, where this machine cannot box a notebook
     client = None
     if scheduler:
         from autograder.grading import cluster

@@ -8,16 +8,23 @@ own into a private gradebook, its hidden tests judged by the grader (autograder.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
+import course
+from autograder.box.box import Limits as BoxLimits
+from autograder.box.view import View
 from autograder.grading import autograde_process
-from autograder.grading.guard.policy import policy_for
+from autograder.grading.autograde_process import BOX_FAILED, KERNEL_LINE, BoxPlan
+from autograder.grading.guard.policy import kernel_files, policy_for
+from autograder.grading.warm_kernel import interpreter_paths
 from autograder.grading.verify import verify
 from autograder.handins.handin import HandIn
 from autograder.nbgrader_run import environment
@@ -90,6 +97,43 @@ class Limits:
     cell_seconds: float | None = None  # None: nbgrader_config.py's Execute.timeout
     notebook_seconds: float = NOTEBOOK_TIME_LIMIT
     memory_mb: int = MEMORY_LIMIT_MB  # per process of one autograde (its kernel included), under autograder.grading.sandbox
+    # Each notebook's kernel in a box of its own (autograder.box). False only where the instructor chose to grade
+    # without one (`--student-code-runs-as-me`): then the kernel runs as the grader, the guard its only fence.
+    boxed: bool = True
+
+
+PROCESSES_PER_BOX = 256  # a kernel, its threads and what it starts, at once
+
+
+def box_plan(root: Path, job: Job, records: Path, policy: dict, limits: Limits, threads: int) -> BoxPlan:
+    """The box of `job`'s kernel: it sees the Python environment, the student package and the files of the grader's
+    package a kernel reads (the guard's `kernel_files`), and its hand-in; it writes only its own folder (the
+    autograded one's path) and its records, both in memory; it may use the job's memory, PROCESSES_PER_BOX tasks, and
+    the notebook's time limit in CPU seconds for each of its threads."""
+    hand_in = (job.submitted or root / "submitted") / job.student / job.assignment
+    shown = [*environment_paths(root), str(Path(course.__file__).resolve().parent),
+             *(str(path) for path in kernel_files(PACKAGE.resolve(), policy["preload"]))]
+    view = View(tuple(shown), work=policy["handed_in"], records=os.path.realpath(records),
+                hand_in=os.path.realpath(hand_in))
+    return BoxPlan(view, BoxLimits(memory_mb=limits.memory_mb, processes=PROCESSES_PER_BOX,
+                                   cpu_seconds=int(limits.notebook_seconds * max(1, threads)) + 60))
+
+
+def environment_paths(root: Path) -> list[str]:
+    """The Python environment a kernel imports from: the environment and the installation it was made from, and any
+    other folder on its module path that holds none of the course (a user's site-packages); never a folder that holds
+    the course directory or the grader's package (a `.pth` file's repository root, the course root itself)."""
+    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    keep_out = {os.path.realpath(root), os.path.realpath(PACKAGE.parent)}
+    shown = set(prefixes)
+    for path in map(os.path.realpath, interpreter_paths()):
+        if any(path == prefix or path.startswith(prefix + os.sep) for prefix in prefixes):
+            continue
+        if any(out == path or out.startswith(path.rstrip(os.sep) + os.sep) or path.startswith(out + os.sep)
+               for out in keep_out) or os.path.isdir(os.path.join(path, "autograder")):
+            continue
+        shown.add(path)
+    return sorted(shown)
 
 
 def guard_policy(root: Path, job: Job, records: Path) -> dict:
@@ -108,22 +152,28 @@ def autograde_argv(root: Path, job: Job, limits: Limits = Limits()) -> list[str]
 
 
 def autograde_one(root: Path, job: Job, threads: int, limits: Limits = Limits()) -> Job:
-    """Run nbgrader autograde for one (assignment, student) into `job.database`, its kernel guarded, then judge
-    what its hidden tests recorded (autograder.grading.verify); record why it failed, if it did."""
+    """Run nbgrader autograde for one (assignment, student) into `job.database`, its kernel guarded and boxed, then
+    judge what its hidden tests recorded (autograder.grading.verify); record why it failed, if it did."""
     started = time.perf_counter()
     records = job.database.with_suffix(".records")
     shutil.rmtree(records, ignore_errors=True)
     records.mkdir(parents=True)
     argv = autograde_argv(root, job, limits)
     try:
-        finished = autograde_process.autograde(argv, root, environment(threads, guard_policy(root, job, records)),
-                                               records.with_suffix(".log"), limits.memory_mb, limits.notebook_seconds)
+        policy = guard_policy(root, job, records)
+        plan = box_plan(root, job, records, policy, limits, threads) if limits.boxed else None
+        finished = autograde_process.autograde(argv, root, environment(threads, policy), records.with_suffix(".log"),
+                                               limits.memory_mb, limits.notebook_seconds, plan)
+        trusted = [line for line in finished.log.splitlines() if not line.startswith(KERNEL_LINE)]
         if finished.returncode is None:
             job.reason = (f"grading stopped after {limits.notebook_seconds:g} s, the limit for a whole notebook (an "
                           "endless loop, or training far too long?): graded 0")
+        elif finished.returncode == BOX_FAILED:
+            said = next((line for line in trusted if line.startswith("box: could not")), "box: could not make it")
+            job.reason = f"{said.removeprefix('box: ')}: graded 0 for now; {TRY_AGAIN}"
         elif finished.returncode != 0:
             job.reason = _why_nbgrader_failed(finished.log)
-        sandbox = [line.removeprefix("sandbox: ") for line in finished.log.splitlines() if line.startswith("sandbox: ")]
+        sandbox = [line.removeprefix("sandbox: ") for line in trusted if line.startswith("sandbox: ")]
         job.notes += [line for line in sandbox if line.startswith("ended ")]
         job.network = next((line for line in sandbox if line.startswith("the network")), "")
         if not job.reason:
@@ -146,11 +196,14 @@ RAISED = re.compile(r"^[\w.]+(Error|Exception): ", re.M)  # a line that is an ex
 def _why_nbgrader_failed(log: str) -> str:
     """The reason for a notebook nbgrader could not grade, from its log. A kernel that died before it answered
     ran none of the hand-in's code: the grading machine is at fault, so the reason quotes the kernel's own error
-    and the next run grades the notebook again."""
-    last = _last_error_line(log)
+    (the lines a boxed kernel printed, KERNEL_LINE; unboxed, what the log held before nbgrader's error) and the next
+    run grades the notebook again. Only nbgrader's own lines can be its reason otherwise: a kernel's never are."""
+    trusted = "\n".join(line for line in log.splitlines() if not line.startswith(KERNEL_LINE))
+    last = _last_error_line(trusted)
     if KERNEL_DID_NOT_START not in last:
         return "nbgrader could not grade it: " + last
-    before = log.split(KERNEL_DID_NOT_START, 1)[0]
+    kernel = "\n".join(line.removeprefix(KERNEL_LINE) for line in log.splitlines() if line.startswith(KERNEL_LINE))
+    before = kernel or trusted.split(KERNEL_DID_NOT_START, 1)[0]
     kernel_error = _last_error_line(before) if RAISED.search(before) else "it printed no error"
     return (f"the notebook's kernel died as it started, before any of the hand-in ran ({kernel_error}): a fault "
             f"of the grading machine, not of the hand-in; graded 0 for now; {TRY_AGAIN}")

@@ -5,8 +5,8 @@ everything the command starts (Linux `prctl(PR_SET_CHILD_SUBREAPER)`): a kernel 
 process student code forks or detaches, stays its descendant. When the command ends, or when this process is
 told to stop (SIGTERM), every remaining descendant is killed. The memory cap (`RLIMIT_DATA`, inherited by the
 command and the kernel it starts) makes an allocation past it fail in that kernel alone. With `--no-network`, the
-command runs in a network namespace of its own with only loopback, where Linux lets an unprivileged user make
-one; elsewhere it says so on stderr and runs with the network (the kernel's guard still refuses Python sockets).
+command runs in a network namespace of its own with only loopback (autograder.box.job_namespace), where Linux lets
+an unprivileged user make one; elsewhere it says so on stderr and runs with the network.
 
 Elsewhere than Linux the command simply runs, without the subreaper; the cap applies where `resource` exists.
 """
@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import fcntl
-import os
 import signal
-import socket
-import struct
 import subprocess
 import sys
 
 import psutil
 
+from autograder.box.job_namespace import isolate_network
+
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 
 def become_subreaper() -> bool:
@@ -40,34 +36,6 @@ def end_with_parent(signum: int = signal.SIGTERM) -> None:
     """Be sent `signum` when the parent process dies (Linux), so a killed grading run leaves nothing running."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-
-
-def isolate_network() -> str | None:
-    """Move this process into a network namespace of its own, where only loopback exists (the kernel talks to
-    nbgrader over it); None on success, else why not. A privileged process makes one directly (even with threads
-    running); an unprivileged one makes a user namespace first, which Linux allows only while it has one thread
-    and where unprivileged user namespaces are enabled."""
-    if not sys.platform.startswith("linux"):
-        return "network namespaces exist on Linux only"
-    libc = ctypes.CDLL(None, use_errno=True)
-    uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWNET) != 0:
-        if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-            return f"unshare: {os.strerror(ctypes.get_errno())}"
-        try:
-            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-                with open(f"/proc/self/{name}", "w") as file:
-                    file.write(text)
-        except OSError as exc:
-            return f"setting up the user namespace: {exc}"
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            request = struct.pack("16sh", b"lo", 0)
-            flags = struct.unpack("16sh", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
-            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | IFF_UP))
-    except OSError as exc:
-        return f"bringing up loopback: {exc}"
-    return None
 
 
 def cap_memory(megabytes: int) -> None:

@@ -8,7 +8,11 @@ provisioner below hands that copy the kernel's connection file, environment and 
 the guard's sitecustomize would install it in a cold kernel. It is the job's own child, so the job's sandbox
 (network namespace, memory cap, the subreaper that ends what it leaves behind) holds it as it held a cold one.
 
-Anything else (a kernel restart, another kernel spec) starts cold, as jupyter_client always does.
+With a box (autograder.box), the copy goes into it before it becomes the kernel (autograder.box.box.go_in): the
+kernel runs there, as the box's own user, its connection file carried in.
+
+Anything else (a kernel restart, another kernel spec) starts cold, as jupyter_client always does, and with a box
+through `python -m autograder.box.enter`, which goes into the same box first.
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ import subprocess
 import sys
 
 from jupyter_client.provisioning import LocalProvisioner
+
+from autograder.box.box import Entry, carry_connection_file, go_in, inside_environment
 
 NAME = "course-warm-kernel"
 # Imported once by the grading server, before any job forks: what every kernel would otherwise import itself.
@@ -38,12 +44,15 @@ class _Waiting:
 
 
 _waiting: _Waiting | None = None
+_box: Entry | None = None  # the box this job's kernels go into; None: none
 
 
-def fork_waiting_kernel() -> None:
-    """Fork the copy that will become this job's kernel. Call it while this process runs one thread only.
-    Where the machine refuses the fork (out of processes or memory), the kernel starts cold, as it always could."""
-    global _waiting
+def fork_waiting_kernel(box: Entry | None = None) -> None:
+    """Fork the copy that will become this job's kernel, which goes into `box` first (None: runs where it is). Call
+    it while this process runs one thread only. Where the machine refuses the fork (out of processes or memory), the
+    kernel starts cold, as it always could."""
+    global _waiting, _box
+    _box = box
     job = os.getpid()
     try:
         read, write = os.pipe()
@@ -54,9 +63,13 @@ def fork_waiting_kernel() -> None:
     if pid == 0:
         os.close(write)
         _end_with_the_job(job)
-        _become_kernel(read)  # never returns
+        _become_kernel(read, box)  # never returns
     os.close(read)
     _waiting = _Waiting(pid, write)
+    _use_this_provisioner()
+
+
+def _use_this_provisioner() -> None:
     from jupyter_client.provisioning.factory import EntryPoint, KernelProvisionerFactory
 
     KernelProvisionerFactory.provisioners[NAME] = EntryPoint(
@@ -91,6 +104,13 @@ def _write_all(fd: int, data: bytes) -> None:
         data = data[os.write(fd, data):]
 
 
+def _close_inherited_files() -> None:
+    """Close every file this copy of the grading job holds but the three standard ones (its log), before it goes
+    into a box: a descriptor carries its file through any mount namespace (the job's slot lock, the forkserver's
+    pipes, an open file of the grader's)."""
+    os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
+
+
 def _end_with_the_job(job: int) -> None:
     """Die with the job that forked this copy, however the job ends. A job killed outright (SIGKILL, as when an
     instructor kills a grading run's process group) cleans up nothing, and the kernel, in a session of its own,
@@ -102,8 +122,9 @@ def _end_with_the_job(job: int) -> None:
         os._exit(0)
 
 
-def _become_kernel(orders: int) -> None:
-    """In the forked copy: wait for the kernel's orders, then be that kernel until it is told to stop."""
+def _become_kernel(orders: int, box: Entry | None) -> None:
+    """In the forked copy: wait for the kernel's orders, go into the box if there is one, then be that kernel until
+    it is told to stop."""
     code = 0
     try:
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -114,6 +135,11 @@ def _become_kernel(orders: int) -> None:
             os._exit(0)
         order = json.loads(order)
         os.setsid()  # as jupyter_client starts a kernel: its own session, so its process group can be signalled
+        if box is not None:
+            _close_inherited_files()
+            order["argv"], carry = carry_connection_file(order["argv"])
+            go_in(box, carry)  # returns inside, as the box's user, in the notebook's folder
+            order["env"], order["cwd"] = inside_environment(order["env"]), box.work
         os.environ.clear()
         os.environ.update(order["env"])
         os.chdir(order["cwd"])
@@ -235,11 +261,14 @@ def _is_ipykernel(cmd: list[str]) -> bool:
 
 
 class WarmKernelProvisioner(LocalProvisioner):
-    """jupyter_client's local provisioner, which hands the job's waiting copy the kernel's orders when it can."""
+    """jupyter_client's local provisioner, which hands the job's waiting copy the kernel's orders when it can, and
+    starts any other kernel through the job's box (if it has one)."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         waiting = _claim() if _is_ipykernel(cmd) else None
         if waiting is None:
+            if _box is not None:
+                cmd = [sys.executable, "-m", "autograder.box.enter", _box.to_json(), "--", *cmd]
             return await super().launch_kernel(cmd, **kwargs)
         order = {"argv": cmd, "env": dict(kwargs.get("env") or os.environ), "cwd": str(kwargs.get("cwd") or os.getcwd())}
         _write_all(waiting.orders, json.dumps(order).encode())

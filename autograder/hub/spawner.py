@@ -1,7 +1,7 @@
 """How a student's server starts on the class hub: `ClassSpawner`, JupyterHub's local-process spawner with each
 student's server in a world of its own.
 
-- **Limits** (autograder.hub.cgroups): the server, its kernels and terminals run in the student's own cgroup:
+- **Limits** (autograder.box.cgroups): the server, its kernels and terminals run in the student's own cgroup:
   `memory_mb` for all of them, `processes` at once, an equal share of the CPU (at most `cpu_cores`).
 - **A home of bounded size**: `homes/<name>.img`, an ext4 file system of `home_mb` MiB (sparse: it takes only what is
   written), which the student's view mounts at `homes/<name>`. A full home says "No space left on device" to its
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
 
-from autograder.hub.cgroups import Limits, Tree
+from autograder.box.cgroups import Limits, Tree
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 
 # The machine's own folders a server needs, shown read-only: programs, libraries, the system's settings (accounts'

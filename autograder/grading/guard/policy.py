@@ -46,6 +46,21 @@ READABLE = ["authoring/hidden", "grading/guard"]  # the hidden tests' helpers, a
 HIDDEN_PACKAGE = "autograder.authoring.hidden"
 
 
+def kernel_files(package_root: Path, preload: list[str]) -> list[Path]:
+    """What of the grader's package a graded kernel reads: the packages' `__init__` on the way, the modules a warm
+    kernel runs inside (KERNEL_STACK), the hidden tests' helpers and the guard (READABLE), and the modules it
+    preloads (the earlier notebooks' references, with their packages' `__init__`). The box shows these and no other
+    file of the package (autograder.box.view); the guard lets them be read."""
+    files = [package_root / f"{module}.py" for module in KERNEL_STACK] + [package_root / path for path in READABLE]
+    for module in preload:
+        parts = module.split(".")[1:]  # below `autograder`
+        for depth in range(1, len(parts)):
+            files.append(package_root.joinpath(*parts[:depth], "__init__.py"))
+        folder = package_root.joinpath(*parts)
+        files.append(folder if folder.is_dir() else folder.with_suffix(".py"))
+    return list(dict.fromkeys(files))
+
+
 def policy_for(course_root: Path, package_root: Path, assignment: str, student: str, records: Path,
                preload: list[str]) -> dict:
     """The policy for grading `student`'s `assignment` in `course_root` with the grader package at `package_root`.
@@ -110,6 +125,16 @@ def _shell():
         return None
 
 
+KERNEL_PACKAGES = ("autograder.authoring.hidden", "autograder.grading.guard")  # the grader's, a kernel may import
+
+
+def _the_graders(module: str) -> bool:
+    """Whether `module` is of the grader's package and no kernel's business (a reference, a known mistake, the
+    verdicts). Only a module not imported yet raises the event: what a kernel was given (its preloads) is imported."""
+    return (module == "autograder" or module.startswith("autograder.")) and not any(
+        module == allowed or module.startswith(allowed + ".") for allowed in KERNEL_PACKAGES)
+
+
 class Guard:
     def __init__(self, policy: dict):
         self.read, self.write = policy["read"], policy["write"]
@@ -162,6 +187,8 @@ class Guard:
                 self.deny(event, "use the network", repr(args[1:])[:120] if len(args) > 1 else event)
         elif event in _PROCESS_EVENTS:
             self.deny(event, "start other processes", repr(args[:2])[:120])
+        elif event == "import" and args and _the_graders(str(args[0])):
+            self.deny(event, "read the grader's files or other students' work", f"import {args[0]}")
 
 
 class InstalledFirst(importlib.abc.MetaPathFinder):

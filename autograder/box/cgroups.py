@@ -1,8 +1,10 @@
 """The hub's control groups (Linux cgroups, v2 or v1): every process a hub starts lives in one tree, so a hub can
 always find, limit and stop what it started, also after it was killed.
 
-    <tree>/hub                  the hub, its proxy, formgrader and the idle culler
+    <tree>/hub                  the hub, its proxy and the idle culler
     <tree>/students/<name>      one student's server, kernels and terminals, under that student's limits
+    <tree>/grader/<service>     formgrader and grading at submission, run by the grader: the grader's to manage
+    <tree>/grader/boxes/<box>   the box of each notebook the grader grades (autograder.box.box), made by the grader
 
 The tree's name is the hub folder's own (`tree_name`), so two hubs on one machine never share one. On cgroup v2 it is
 made at the top of the unified hierarchy; on v1 (memory, pids and cpu mounted apart), under the cgroup this process
@@ -13,6 +15,11 @@ is in, in each of those three hierarchies. A student's limits:
   asked, and no one else's;
 - processes: how many at once (`fork` fails past it);
 - CPU: an equal weight for every student (a fair share when the machine is busy), and at most `cpu_cores` cores.
+
+The grader's part of the tree is delegated to the grader (its folders and their `cgroup.procs`, `cgroup.threads`
+and `cgroup.subtree_control` are the grader's, as cgroup v2 delegation asks): its services make and limit a cgroup
+for each box and move the box's processes into it, and reach no other cgroup. Outside a hub, root's grading runs
+make their boxes' cgroups in a tree of their own, `tfs-boxes`.
 """
 from __future__ import annotations
 
@@ -26,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+GRADER = "grader"
+GRADER_SERVICES = ("formgrader", "autograde")
+DELEGATED_FILES = ("cgroup.procs", "cgroup.threads", "cgroup.subtree_control", "tasks")
 V1_CONTROLLERS = ("memory", "pids", "cpu")
 STUDENT_WEIGHT = 100  # cgroup v2's default weight: every student the same
 CPU_PERIOD_US = 100_000
@@ -162,10 +172,19 @@ class Tree:
     """A hub's cgroup tree (see the module's docstring)."""
 
     def __init__(self, hub_folder: Path, root: Path = CGROUP_ROOT, self_cgroups: str | None = None):
+        self._place(tree_name(hub_folder), root, self_cgroups)
+
+    @classmethod
+    def named(cls, name: str, root: Path = CGROUP_ROOT, self_cgroups: str | None = None) -> "Tree":
+        """A tree of that name (the boxes of root's grading runs: autograder.box.box), not a hub's."""
+        tree = cls.__new__(cls)
+        tree._place(name, root, self_cgroups)
+        return tree
+
+    def _place(self, name: str, root: Path, self_cgroups: str | None) -> None:
         if os.geteuid() != 0 and root == CGROUP_ROOT:
             raise CgroupsUnavailable("only root may make cgroups for other accounts")
         self.version = version(root)
-        name = tree_name(hub_folder)
         if self.version == 2:
             self.bases = {"unified": root / name}
         else:
@@ -177,18 +196,27 @@ class Tree:
     def save(self, record: Path) -> None:
         """Write where the tree is to `record`: a process inside it (the hub making a student's cgroup) or one started
         later from another cgroup (the next start, a test) finds it there, not where it would make one of its own."""
-        record.write_text(json.dumps({"version": self.version, "bases": {k: str(v) for k, v in self.bases.items()}}))
+        record.write_text(self.description())
+
+    def description(self) -> str:
+        """Where the tree is, as text (`from_description` reads it): what `save` writes, and what the hub gives the
+        grader in its environment for the boxes of its grading (autograder.box.box)."""
+        return json.dumps({"version": self.version, "bases": {k: str(v) for k, v in self.bases.items()}})
+
+    @classmethod
+    def from_description(cls, text: str) -> "Tree":
+        saved = json.loads(text)
+        tree = cls.__new__(cls)
+        tree.version, tree.root = saved["version"], CGROUP_ROOT
+        tree.bases = {key: Path(value) for key, value in saved["bases"].items()}
+        return tree
 
     @classmethod
     def load(cls, record: Path) -> "Tree | None":
         """The tree `record` names; None when there is no record."""
         if not record.exists():
             return None
-        saved = json.loads(record.read_text())
-        tree = cls.__new__(cls)
-        tree.version, tree.root = saved["version"], CGROUP_ROOT
-        tree.bases = {key: Path(value) for key, value in saved["bases"].items()}
-        return tree
+        return cls.from_description(record.read_text())
 
     @property
     def hub(self) -> Cgroup:
@@ -200,6 +228,46 @@ class Tree:
     @property
     def everything(self) -> Cgroup:
         return Cgroup(self, "")
+
+    def cgroup(self, relative: str) -> Cgroup:
+        return Cgroup(self, relative)
+
+    def subtree(self, relative: str) -> "Tree":
+        """The tree whose base is this one's cgroup `relative` (the grader's boxes: autograder.box.box)."""
+        tree = Tree.__new__(Tree)
+        tree.version, tree.root = self.version, self.root
+        tree.bases = {key: base / relative for key, base in self.bases.items()}
+        return tree
+
+    def grader(self, part: str) -> Cgroup:
+        """One of the grader's cgroups: a service's (GRADER_SERVICES) or `boxes`."""
+        return Cgroup(self, f"{GRADER}/{part}")
+
+    def delegate_to_grader(self, uid: int, gid: int) -> None:
+        """Make the grader's part of the tree (see the module's docstring) and hand it to the account `uid`."""
+        if self.version == 2:
+            Cgroup(self, GRADER).make()
+            _enable_controllers(self.bases["unified"] / GRADER)
+        for part in (*GRADER_SERVICES, "boxes"):
+            self.grader(part).make()
+        if self.version == 2:
+            _enable_controllers(self.bases["unified"] / GRADER / "boxes")
+        for base in self.bases.values():
+            for folder, _, _ in os.walk(base / GRADER):
+                os.chown(folder, uid, gid)
+                for name in DELEGATED_FILES:
+                    if os.path.exists(os.path.join(folder, name)):
+                        os.chown(os.path.join(folder, name), uid, gid)
+
+    def make_base(self) -> "Tree":
+        """Make the tree's own folder, its cgroups below limited by the memory, pids and cpu controllers."""
+        if self.version == 2:
+            _enable_controllers(self.root)
+            self.everything.make()
+            _enable_controllers(self.bases["unified"])
+        else:
+            self.everything.make()
+        return self
 
     def make(self) -> "Tree":
         """Make the tree, the hub's cgroup and the students' folder, with the controllers students are limited by."""
