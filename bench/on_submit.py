@@ -42,24 +42,13 @@ from autograder.demo.submissions import answered, solution_sources  # noqa: E402
 from autograder.hub.accounts import ClassAccounts  # noqa: E402
 from autograder.on_submit.service import QUEUE  # noqa: E402
 from autograder.paths import RELEASE, SOURCE, notebook_path  # noqa: E402
-from tests.hub import running_hub  # noqa: E402
+from tests.hub import as_student, running_hub  # noqa: E402
 
 A = "03_masking"
 
 
 def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def as_student(hub, name: str, *command: str, cwd: Path) -> subprocess.Popen:
-    """`command` as the student's account, with their server's nbgrader settings (the hub's student config); the
-    hub's own login check is left out (no server, so no hub token): nbgrader's NoAuthPlugin."""
-    account = pwd.getpwnam(name)
-    env = {"PATH": f"{hub.python}/bin:/usr/bin:/bin", "HOME": str(cwd), "JUPYTER_CONFIG_PATH": str(hub.student_config),
-           "LANG": "C.UTF-8"}
-    return subprocess.Popen(["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups",
-                             *command, "--Authenticator.plugin_class=nbgrader.auth.NoAuthPlugin"],
-                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def prepare(hub, names: list[str], notebook: nbformat.NotebookNode) -> dict[str, Path]:

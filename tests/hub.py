@@ -11,8 +11,10 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import pwd
 import re
 import shutil
+import subprocess
 import tempfile
 import textwrap
 import time
@@ -25,7 +27,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from autograder.hub import process
-from autograder.hub.cgroups import Tree
+from autograder.box.cgroups import Tree
 from autograder.hub.cli import free_ports
 from autograder.hub.settings import PROXY, HubSettings
 from tests.class_accounts import made_by, remove_accounts, remove_accounts_of_gone_test_hubs
@@ -69,6 +71,17 @@ def running_hub(tag: str, students: list[str], instructors: list[str], assignmen
         made = made_by(hub)  # the next run has a new folder, whose hub uses only accounts it made itself
         shutil.rmtree(folder, ignore_errors=True)
         remove_accounts(made)
+
+
+def as_student(hub: HubSettings, name: str, *command: str, cwd: Path) -> subprocess.Popen:
+    """`command` as the student's account, with their server's nbgrader settings (the hub's student config); the
+    hub's own login check is left out (no server, so no hub token): nbgrader's NoAuthPlugin."""
+    account = pwd.getpwnam(name)
+    env = {"PATH": f"{hub.python}/bin:/usr/bin:/bin", "HOME": str(cwd), "JUPYTER_CONFIG_PATH": str(hub.student_config),
+           "LANG": "C.UTF-8"}
+    return subprocess.Popen(["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups",
+                             *command, "--Authenticator.plugin_class=nbgrader.auth.NoAuthPlugin"],
+                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def view_of(hub: HubSettings, name: str) -> Path:

@@ -214,7 +214,7 @@ def as_an_account(request, demo_class):
         elif request.param == "subordinate" and not ranges:
             from autograder.hub.accounts import give_subordinate_ids
             give_subordinate_ids(name)
-        folder = Path(tempfile.mkdtemp(prefix="tfs-box-", dir="/tmp"))
+        folder = Path(tempfile.mkdtemp(prefix="tfs-box-", dir="/var/tmp"))  # on disk, as a course directory is
         folder.chmod(0o755)
         root = folder / "course"
         shown = [Path(sys.prefix), Path(sys.base_prefix), folder]  # the account reaches only these

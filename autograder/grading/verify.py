@@ -135,6 +135,28 @@ def cap_outputs(notebook) -> list[str]:
     return list(dict.fromkeys(notes))
 
 
+INERT_TYPES = ("text/plain", "image/png", "image/jpeg", "image/gif")  # what a graded notebook's outputs keep
+
+
+def inert_outputs(notebook) -> None:
+    """Keep of each rich output only what is text or a picture (INERT_TYPES): the box writes the outputs, and none
+    of its HTML, JavaScript, SVG, Markdown or widgets runs where a person opens the feedback. An output that had
+    only those keeps their source as text."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data")
+            if not isinstance(data, dict) or set(data) <= set(INERT_TYPES):
+                continue
+            kept = {kind: value for kind, value in data.items() if kind in INERT_TYPES}
+            if not kept:
+                source = next(iter(data.values()))
+                source = source if isinstance(source, str) else json.dumps(source)
+                kept = {"text/plain": f"[{', '.join(sorted(data))}, shown as text]\n{source[:20_000]}"}
+            output["data"] = kept
+            if isinstance(output.get("metadata"), dict):
+                output["metadata"] = {kind: value for kind, value in output["metadata"].items() if kind in kept}
+
+
 def _errored(cell) -> bool:
     return any(output.get("output_type") == "error" for output in cell.get("outputs", []))
 
@@ -155,6 +177,7 @@ def verify(autograded: Path, assignment: str, student: str, records: Path, datab
     gradebook at `database`; return what the instructor should read (empty when nothing)."""
     notebook = nbformat.read(autograded, as_version=4)
     capped = cap_outputs(notebook)
+    inert_outputs(notebook)
     judge = _HiddenVerdicts(assignment, records)
     findings = tamper_scan.scan(notebook)
     tampered = tamper_scan.affected_checks(notebook, findings)

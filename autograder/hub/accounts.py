@@ -207,6 +207,36 @@ def prepare_class_accounts(settings: HubSettings) -> None:
                 f"settings' {key}), or, if that account is no one's (left by a test or an earlier hub), remove it "
                 f"first: sudo userdel {name}")
     accounts.account(settings.grader, settings.course_dir.parent, role=GRADER)
+    give_subordinate_ids(settings.grader)
+
+
+SUBORDINATE_COUNT = 65536  # ids for the grader's boxes (autograder.box.who): one per notebook graded at once
+SUBORDINATE_FIRST = 0x60000000  # where the hub looks for a free range, above the ranges useradd hands out
+
+
+def give_subordinate_ids(name: str) -> tuple[int, int]:
+    """The account's subordinate user and group ids (/etc/subuid, /etc/subgid), from which the grader's boxes take
+    a user id of their own each: those it has (Debian's useradd gives each new account some), else a free range
+    given now with `usermod --add-subuids --add-subgids`. Returns (first, count)."""
+    account = pwd.getpwnam(name)
+    taken = {}
+    for path in (Path("/etc/subuid"), Path("/etc/subgid")):
+        lines = [line.split(":") for line in (path.read_text().splitlines() if path.exists() else [])]
+        taken[path.name] = [(int(first), int(count)) for owner, first, count in (l for l in lines if len(l) == 3)
+                            if first.isdigit() and count.isdigit()]
+        own = [(int(first), int(count)) for owner, first, count in (l for l in lines if len(l) == 3)
+               if owner in (name, str(account.pw_uid)) and first.isdigit() and count.isdigit()]
+        taken[path.name + ":own"] = own
+    if taken["subuid:own"] and taken["subgid:own"]:
+        return taken["subuid:own"][0]
+    ranges = taken["subuid"] + taken["subgid"]
+    first = SUBORDINATE_FIRST
+    while any(start < first + SUBORDINATE_COUNT and first < start + count for start, count in ranges):
+        first += SUBORDINATE_COUNT
+    span = f"{first}-{first + SUBORDINATE_COUNT - 1}"
+    subprocess.run(["usermod", "--add-subuids", span, "--add-subgids", span, name], check=True, capture_output=True,
+                   text=True)
+    return first, SUBORDINATE_COUNT
 
 
 def as_account(name: str, argv: list[str]) -> list[str]:

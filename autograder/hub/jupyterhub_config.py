@@ -5,7 +5,7 @@ Who can do what:
 - every student's server runs as their own Unix account, in their own home, with the course's environment; its API
   token may read the person's own groups, which is how nbgrader's assignment list knows their courses;
 - formgrader is a hub-managed service, run by the grader account in the course directory; only the course's
-  instructors' group (formgrade-<course>) may open it;
+  instructors' group (formgrade-<course>) may open it; it and grading at submission box every notebook they grade;
 - the idle culler stops servers idle for `idle_timeout` seconds.
 """
 import json
@@ -16,7 +16,9 @@ from pathlib import Path
 from autograder.hub.accounts import ACCOUNT_NAME
 from autograder.hub.cli import free_ports
 from autograder.hub.hooks import login_hook, prepare_account
-from autograder.hub.layout import grader_environment
+from autograder.box.cgroups import Tree
+from autograder.hub.layout import as_grader_in, grader_environment
+from autograder.hub.process import box_environment
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 from autograder.hub.spawner import student_path
 
@@ -96,16 +98,21 @@ else:
         settings.formgrader_group: {"users": list(settings.instructors)},
     }
 
-# formgrader: a service the hub starts and stops, run by the grader account in the course directory.
+# formgrader and grading at submission: services the hub starts and stops, run by the grader in the course directory,
+# each in the grader's own cgroup, where the box of each notebook it grades gets a cgroup of its own (autograder.box).
+# Root starts them only to put them there (autograder.hub.layout.as_grader_in) and runs nothing of the course.
+tree = Tree.load(settings.cgroups_record)
+GRADER_KEYS = ("PYTHONPATH", "JUPYTER_CONFIG_PATH", "PATH", "HOME")
+grader_env = {key: grader_environment(settings)[key] for key in GRADER_KEYS} | box_environment(tree) | {
+    "USER": settings.grader, "LOGNAME": settings.grader}
 c.JupyterHub.services = [
     {
         "name": settings.course_id,
         "url": f"http://127.0.0.1:{settings.formgrader_port}",
-        "command": [str(python / "bin" / "jupyterhub-singleuser"), f"--ServerApp.root_dir={settings.course_dir}"],
-        "user": settings.grader,
+        "command": as_grader_in(settings, tree.grader("formgrader"), [
+            str(python / "bin" / "jupyterhub-singleuser"), f"--ServerApp.root_dir={settings.course_dir}"]),
         "cwd": str(settings.course_dir),
-        "environment": {key: grader_environment(settings)[key] for key in ("PYTHONPATH", "JUPYTER_CONFIG_PATH", "PATH")}
-        | {"JUPYTERHUB_DEFAULT_URL": "/formgrader"},
+        "environment": grader_env | {"JUPYTERHUB_DEFAULT_URL": "/formgrader"},
         "oauth_no_confirm": True,
     },
     {
@@ -113,19 +120,18 @@ c.JupyterHub.services = [
         "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.idle_timeout}",
                     f"--cull-every={settings.cull_every}"],
     },
-    # Grading at submission (autograder.on_submit): run by the grader in the course directory, its pages behind the
-    # hub's login, a student's own results to each student and the whole queue to the instructors.
+    # Grading at submission (autograder.on_submit): its pages behind the hub's login, a student's own results to each
+    # student and the whole queue to the instructors.
     {
         "name": ON_SUBMIT,
         "url": f"http://127.0.0.1:{settings.on_submit_port or free_ports(1)[0]}",
-        "command": [str(python / "bin" / "python"), "-m", "autograder.on_submit",
-                    f"--inbound={settings.exchange / settings.course_id / 'inbound'}",
-                    f"--policies={json.dumps(settings.on_submit)}", f"--jobs={settings.grading_jobs}",
-                    f"--instructors={settings.formgrader_group}", *(["--lti"] if settings.login == "lti" else [])],
-        "user": settings.grader,
+        "command": as_grader_in(settings, tree.grader("autograde"), [
+            str(python / "bin" / "python"), "-m", "autograder.on_submit",
+            f"--inbound={settings.exchange / settings.course_id / 'inbound'}",
+            f"--policies={json.dumps(settings.on_submit)}", f"--jobs={settings.grading_jobs}",
+            f"--instructors={settings.formgrader_group}", *(["--lti"] if settings.login == "lti" else [])]),
         "cwd": str(settings.course_dir),
-        "environment": {key: grader_environment(settings)[key]
-                        for key in ("PYTHONPATH", "JUPYTER_CONFIG_PATH", "PATH", "HOME")},
+        "environment": grader_env,
         "oauth_no_confirm": True,
         "oauth_client_allowed_scopes": ["read:users:groups!user"],  # who teaches sees the whole queue
     },

@@ -4,6 +4,8 @@
     state/             the hub's database, cookie secret and log (root only)
     grader/course/     the course directory: formgrader's, the grader account's alone (0700)
     exchange/          nbgrader's exchange: released assignments, hand-ins, feedback
+    code/              the hub's copy of the course's packages (root's, 0755): what JupyterHub, its configuration and
+                       its root services import
     software/course/   the student package, which every student's kernel imports
     etc/student/       students' Jupyter settings: the exchange, the hub's course list, no formgrader; their
                        terminals' start-up file
@@ -41,6 +43,7 @@ def lay_out(settings: HubSettings) -> None:
     # from moving the course's folder aside and putting their own in its place (its outbound, their readable inbound).
     settings.exchange.chmod(0o1777)
     _student_software(settings)
+    _root_code(settings)
     write_jupyter_settings(settings)
     fresh = not settings.course_dir.exists()
     prepare_class_accounts(settings)  # the names the settings give are the class's or free; the grader's made
@@ -77,6 +80,21 @@ def _bring_code_up_to_date(settings: HubSettings) -> None:
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(ROOT / package, target, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+
+
+def _root_code(settings: HubSettings) -> None:
+    """code/: the packages root runs, copied from this repository, owned by root and writable by nobody else. Root
+    never imports from the course directory, which the grader owns."""
+    target = settings.code
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(mode=0o755)
+    for package in ("autograder", "course"):
+        shutil.copytree(ROOT / package, target / package, ignore=shutil.ignore_patterns("__pycache__",
+                                                                                         ".ipynb_checkpoints"))
+    for path in [target, *target.rglob("*")]:
+        os.chown(path, 0, 0)
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def _student_software(settings: HubSettings) -> None:
@@ -178,6 +196,15 @@ def _student_lab_extensions(settings: HubSettings) -> None:
 
 def _write_json(path: Path, value: dict) -> None:
     path.write_text(json.dumps(value, indent=2) + "\n")
+
+
+def as_grader_in(settings: HubSettings, cgroup, argv: list[str]) -> list[str]:
+    """`argv` run as the grader inside `cgroup` (one of the grader's own, autograder.box.cgroups), started by root:
+    root moves the process there and becomes the grader with the system's shell and setpriv, and runs nothing of
+    the course. Not `--no-new-privs`: the grader's boxes need shadow's set-user-id newuidmap."""
+    moves = " && ".join(f"echo $$ > {shlex.quote(str(folder / 'cgroup.procs'))}" for folder in cgroup.folders)
+    becomes = f"exec setpriv --reuid={settings.grader} --regid={settings.grader} --init-groups -- \"$@\""
+    return ["/bin/sh", "-c", f"{moves} && {becomes}", "sh", *argv]
 
 
 def grader_environment(settings: HubSettings) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Start a class hub, wait until it answers, and stop it with everything it started; start it again after a crash.
 
-Everything a hub starts lives in its cgroup tree (autograder.hub.cgroups), which the hub's folder records in
+Everything a hub starts lives in its cgroup tree (autograder.box.cgroups), which the hub's folder records in
 `state/cgroups.json`. So a hub always stops all of it, also what outlived a hub killed with `kill -9`, and a hub
 started again after a crash first ends what the last one left running. While a hub runs, `state/hub.lock` is held:
 a second start from the same folder is refused instead of fighting the first for its ports.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -17,8 +18,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from autograder.hub.cgroups import Tree
-from autograder.hub.layout import lay_out
+from autograder.box import cgroups
+from autograder.box.cgroups import Tree
+from autograder.hub.layout import as_grader_in, grader_environment, lay_out
 from autograder.hub.private_view import private_view, shown_paths
 from autograder.hub.settings import SETTINGS_VARIABLE, HubSettings
 from autograder.on_submit import policy
@@ -34,15 +36,15 @@ class HubRunning(RuntimeError):
 
 def hub_command(settings: HubSettings) -> list[str]:
     """The hub's command line, in the hub's private view of the file system (autograder.hub.private_view), with the
-    course directory's copy of this package, which the grader account owns."""
-    config = settings.course_dir / "autograder" / "hub" / CONFIG.name
+    hub's own copy of this package (code/, root's alone: autograder.hub.layout)."""
+    config = settings.code / "autograder" / "hub" / CONFIG.name
     return private_view(shown_paths(settings.folder, settings.python, settings.proxy),
                         [f"{settings.python}/bin/jupyterhub", "-f", str(config)])
 
 
 def hub_environment(settings: HubSettings) -> dict[str, str]:
     return {**os.environ, SETTINGS_VARIABLE: str(settings.folder / "settings.json"),
-            "PYTHONPATH": str(settings.course_dir),
+            "PYTHONPATH": str(settings.code),
             "PATH": f"{settings.python}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
@@ -67,7 +69,10 @@ def start(settings: HubSettings, log: Path | None = None) -> subprocess.Popen:
                   "without cleaning up (a crash, kill -9 or a reboot's half-stop)", flush=True)
         lay_out(settings)
         tree = Tree(settings.folder).make()
+        grader = pwd.getpwnam(settings.grader)
+        tree.delegate_to_grader(grader.pw_uid, grader.pw_gid)
         tree.save(settings.cgroups_record)
+        check_graders_box(settings, tree)
         log = log or settings.state / "jupyterhub.log"
         hub_cgroup = tree.hub
         with open(log, "ab") as out:
@@ -79,6 +84,35 @@ def start(settings: HubSettings, log: Path | None = None) -> subprocess.Popen:
         raise
     _locks[hub.pid] = lock
     return hub
+
+
+def check_graders_box(settings: HubSettings, tree: Tree) -> None:
+    """Make sure the grader can box each notebook it grades, with a user id of its own per box (its subordinate ids,
+    autograder.hub.accounts), as its services will: a box made and gone into, as the grader, in the cgroup of
+    grading at submission. SystemExit with why, where it cannot: the hub grades strangers' code unattended."""
+    argv = [f"{settings.python}/bin/python", "-m", "autograder.box.check"]
+    env = {**grader_environment(settings), **box_environment(tree)}
+    shown = shown_paths(settings.folder, settings.python, settings.proxy)
+    found = subprocess.run(private_view(shown, as_grader_in(settings, tree.grader("autograde"), argv)),
+                           cwd=settings.course_dir, env=env, capture_output=True, text=True, timeout=120)
+    try:
+        said = json.loads(found.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        said = {"unavailable": (found.stderr or found.stdout).strip()[-600:]}
+    if said.get("kind") != "subordinate":
+        why = said.get("unavailable") or f"its boxes would run {said.get('describe')}"
+        raise SystemExit(f"The hub did not start: the grader ({settings.grader}) cannot give each notebook it grades "
+                         f"a box with a user id of its own: {why}. The guide's *Security* says what a hub needs "
+                         "(bubblewrap, shadow's newuidmap, subordinate ids).")
+    if said.get("notes"):
+        raise SystemExit(f"The hub did not start: the grader's boxes would have no cgroup of their own: "
+                         f"{'; '.join(said['notes'])}")
+
+
+def box_environment(tree: Tree) -> dict[str, str]:
+    """What tells the grader's processes where their boxes' cgroups go (autograder.box.box)."""
+    from autograder.box.box import CGROUPS_VARIABLE
+    return {CGROUPS_VARIABLE: tree.subtree(f"{cgroups.GRADER}/boxes").description()}
 
 
 def _lock(settings: HubSettings) -> int:

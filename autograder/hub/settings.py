@@ -106,6 +106,12 @@ class HubSettings:
         return self.folder / "software"
 
     @property
+    def code(self) -> Path:
+        """The hub's own copy of the course's packages, root's alone to change: what root runs (JupyterHub, its
+        configuration, the idle culler), never the course directory's copy, which the grader may change."""
+        return self.folder / "code"
+
+    @property
     def student_config(self) -> Path:
         return self.folder / "etc" / "student"
 
@@ -125,7 +131,7 @@ class HubSettings:
 
     @property
     def cgroups_record(self) -> Path:
-        """Where the hub's cgroup tree is (autograder.hub.cgroups), written at each start."""
+        """Where the hub's cgroup tree is (autograder.box.cgroups), written at each start."""
         return self.state / "cgroups.json"
 
     @property

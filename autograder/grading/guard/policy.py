@@ -187,8 +187,7 @@ class Guard:
                 self.deny(event, "use the network", repr(args[1:])[:120] if len(args) > 1 else event)
         elif event in _PROCESS_EVENTS:
             self.deny(event, "start other processes", repr(args[:2])[:120])
-        elif event == "import" and args and _the_graders(str(args[0])):
-            self.deny(event, "read the grader's files or other students' work", f"import {args[0]}")
+
 
 
 class InstalledFirst(importlib.abc.MetaPathFinder):
@@ -217,6 +216,20 @@ class InstalledFirst(importlib.abc.MetaPathFinder):
         return importlib.machinery.PathFinder.find_spec(name, [e for e in entries if not self._in_folder(e)])
 
 
+class GraderModules(importlib.abc.MetaPathFinder):
+    """Refuses, and reports, importing a module of the grader's package that the kernel was not given (the box shows
+    it none; this names the attempt): whichever way the import is asked for, `import` or `importlib.import_module`.
+    First on sys.meta_path once the kernel's preloads are in."""
+
+    def __init__(self, guard: "Guard"):
+        self.guard = guard
+
+    def find_spec(self, name, path=None, target=None):
+        if _the_graders(name) and (self.guard.started or _shell() is not None):
+            self.guard.deny("import", "read the grader's files or other students' work", f"import {name}")
+        return None
+
+
 def install(policy: dict) -> None:
     """Load what the policy preloads, then add the audit hook (for the rest of this process's life)."""
     import importlib
@@ -235,6 +248,7 @@ def install(policy: dict) -> None:
     for filename in list(linecache.cache):  # source lines cached while loading: never shown to student code
         if not allowed(_real(filename) or "", guard.read):
             del linecache.cache[filename]
+    sys.meta_path.insert(0, GraderModules(guard))
     sys.addaudithook(guard)
 
 
