@@ -2,6 +2,8 @@
 
     cli, __main__   `python -m autograder <command>`: the instructor's command line
     paths           where things live in the course directory
+    box/            the box a graded notebook runs in: bubblewrap's namespaces, a user id of its own, a read-only
+                    view of only what it needs, bounded memory, processes, disk and time; control groups
     nbgrader_run    nbgrader's own commands, run with this environment's tools
 
     authoring/      what the course's authors write: reference solutions, hidden tests, known mistakes, the
@@ -14,7 +16,7 @@
     demo/ hub/ lms/ similarity/
                     what is built on them: the demo class, the class hub, grades to the LMS, the similarity screen
 
-A package imports only downward: paths and nbgrader_run at the bottom; authoring and handins, which use neither
+A package imports only downward: paths, box and nbgrader_run at the bottom; authoring and handins, which use neither
 each other nor anything above; results, which uses them; grading, which uses all three; and demo, hub, lms and
 similarity, which use what they need below but never each other; the command line over all. No two modules import
 each other, and the student package `course` never imports this one. pyproject.toml's [tool.importlinter]

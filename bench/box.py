@@ -11,6 +11,9 @@ Usage: sudo .venv/bin/python bench/box.py [--before REVISION] [--students 10] [-
    copy of each tree, this one and REVISION's (exported with `git archive`), alternately `--rounds` times each:
    wall seconds and the grading processes' CPU seconds, their medians and the ratio.
 3. With `--on-submit` (root; a hub): each tree's own `bench/on_submit.py --students 1 10` in turn, their tables.
+4. With `--attacks`: tests/box_attacks.py's hand-in (issue 57's table in C-level form, inside a correct 02) graded
+   by each tree's `python -m autograder grade` in a scratch class: each attack's outcome side by side, and the
+   hand-in's points. What the attacks leave in the machine's /tmp and /dev/shm is removed after.
 
 Prints Markdown for bench/README.md with the machine and the load before and after each run.
 """
@@ -20,7 +23,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -88,6 +90,24 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "notebooks": len(names) * len(
 """
 
 
+ATTACK_A_CLASS = r"""
+import json, sys
+from pathlib import Path
+from autograder.authoring.release import release
+from autograder.demo.submissions import write_submission
+from autograder.paths import copy_course, notebook_path
+sys.path.insert(0, sys.argv[2])  # this checkout, for the attack
+from tests.box_attacks import hand_in_attack
+root, A = copy_course(Path(sys.argv[1])), "02_attention"
+release(root, assignments=[A], quiet=True)
+release_nb, source_nb = notebook_path(root / "release", A), notebook_path(root / "source", A)
+write_submission("demo_perfect", release_nb, source_nb, notebook_path(root / "submitted" / "gus", A))
+targets = {"root": str(root), "classmate": str(notebook_path(root / "submitted" / "gus", A)),
+           "queue": str(root / "on-submit" / "queue.sqlite"), "inbound": str(root / "inbound"), "self": "mallory"}
+hand_in_attack(release_nb, source_nb, notebook_path(root / "submitted" / "mallory", A), targets)
+"""
+
+
 def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -151,6 +171,35 @@ def grading(trees: dict[str, Path], students: int, jobs: int, rounds: int) -> No
         print(f"every notebook's points the same in both: {same}")
 
 
+def attacks(trees: dict[str, Path]) -> None:
+    sys.path.insert(0, str(ROOT))
+    from tests.box_attacks import ATTACKS, TOKEN, outcomes
+    print("\n### The attacks of issue 57, graded as root by each tree's `python -m autograder grade 02_attention`\n")
+    found = {}
+    for name, tree in trees.items():
+        with tempfile.TemporaryDirectory() as scratch:
+            root = Path(scratch) / "course"
+            made = in_tree(tree, "-c", ATTACK_A_CLASS, str(root), str(ROOT))
+            assert made.returncode == 0, made.stderr[-3000:]
+            graded = in_tree(root, "-m", "autograder", "grade", "02_attention", "--jobs", "1")
+            said = graded.stdout + graded.stderr
+            notebook = root / "autograded" / "mallory" / "02_attention" / "02_attention.ipynb"
+            found[name] = outcomes(notebook) if notebook.exists() else {}
+            points = next((line.split()[1] for line in said.splitlines() if line.startswith("mallory ")), "?")
+            found[name]["points"] = f"02: {points}"
+            found[name]["sitecustomize.py in the course directory"] = str((root / "sitecustomize.py").exists())
+        for left in (Path(f"/tmp/{TOKEN}"), Path(f"/dev/shm/{TOKEN}")):
+            found[name][f"{left} left behind"] = str(left.exists())
+            left.unlink(missing_ok=True)
+    names = list(trees)
+    print("| attack | " + " | ".join(names) + " |")
+    print("| --- |" + " --- |" * len(names))
+    for attack in [*ATTACKS, "points", "sitecustomize.py in the course directory", f"/tmp/{TOKEN} left behind",
+                   f"/dev/shm/{TOKEN} left behind"]:
+        cells = [found[name].get(attack, "(did not run)").replace("|", "/")[:140] for name in names]
+        print(f"| {attack} | " + " | ".join(cells) + " |")
+
+
 def on_submit(trees: dict[str, Path]) -> None:
     print("\n### Grading at submission, each tree's bench/on_submit.py --students 1 10\n")
     for name, tree in trees.items():
@@ -169,6 +218,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--boxes", type=int, default=30)
     parser.add_argument("--on-submit", action="store_true")
+    parser.add_argument("--attacks", action="store_true")
+    parser.add_argument("--no-grading", action="store_true", help="leave the class's grading out")
     args = parser.parse_args()
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
@@ -180,7 +231,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         before = export(args.before, Path(scratch) / "before")
         trees = {f"before ({args.before})": before, "with the box": ROOT}
-        grading(trees, args.students, args.jobs, args.rounds)
+        if args.attacks:
+            attacks(trees)
+        if not args.no_grading:
+            grading(trees, args.students, args.jobs, args.rounds)
         if args.on_submit:
             on_submit(trees)
 

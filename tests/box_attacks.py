@@ -4,6 +4,7 @@ what it aimed at and `ATTACK <name>: refused ...` where it did not, into the gra
 (tests/test_box.py, tests/test_hub_box.py) read those lines and check the files the attacks aimed at."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -142,3 +143,15 @@ def outcomes(autograded: Path) -> dict[str, str]:
 def host_uid(said: str) -> int:
     """The host's number for the kernel's user, from the whoami attack's line ("refused uid 1000 host uid N ...")."""
     return int(said.split("host uid ")[1].split()[0])
+
+
+def digest(folder: Path, leave_out: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every file under `folder` with its SHA-256, but those under `leave_out` (paths relative to it) and Python's
+    bytecode caches (the grader's own, written as it imports)."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts and not any(
+                relative == part or relative.startswith(part + "/") for part in leave_out):
+            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found

@@ -6,7 +6,6 @@ without a box (`--student-code-runs-as-me`, on a machine without bubblewrap) sho
 the checks here catch."""
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 import shutil
@@ -23,7 +22,7 @@ from nbgrader.api import Gradebook
 from autograder.box.who import OWN_UIDS
 from autograder.on_submit.queue import HandedIn, Queue
 from autograder.paths import notebook_path
-from tests.box_attacks import ATTACKS, TOKEN, hand_in_attack, host_uid, outcomes
+from tests.box_attacks import ATTACKS, TOKEN, digest, hand_in_attack, host_uid, outcomes
 from tests.conftest import copy_class
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
@@ -48,13 +47,7 @@ class Attacked(NamedTuple):
 
 def files(root: Path) -> dict[str, str]:
     """Every file of the course directory but what grading the attacker writes, with its SHA-256."""
-    found = {}
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root).as_posix()
-        if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts and not any(
-                relative == part or relative.startswith(part + "/") for part in CHANGED_BY_GRADING):
-            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
+    return digest(root, CHANGED_BY_GRADING)
 
 
 def others_grades(root: Path) -> dict:

@@ -4,8 +4,6 @@ account can write, and a hand-in graded at submission by the service, attacked i
 a classmate's hand-in in the exchange, the machine's /tmp. Its kernel ran as one of the grader's subordinate ids."""
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import pwd
 import shlex
@@ -14,7 +12,6 @@ import stat
 import time
 from pathlib import Path
 
-import nbformat
 import psutil
 import pytest
 from nbgrader.api import Gradebook
@@ -23,7 +20,7 @@ from autograder.box.cgroups import Tree
 from autograder.hub.accounts import ClassAccounts
 from autograder.on_submit.service import QUEUE
 from autograder.paths import notebook_path
-from tests.box_attacks import ATTACKS, TOKEN, hand_in_attack, host_uid, outcomes
+from tests.box_attacks import ATTACKS, TOKEN, digest, hand_in_attack, host_uid, outcomes
 from tests.hub import as_student, running_hub
 
 EVA, GUS = "box-eva", "box-gus"
@@ -68,16 +65,6 @@ def _wait_graded(hub, student: str, timeout: float = 300) -> tuple:
     raise AssertionError(f"{student}'s hand-in was not graded within {timeout:.0f} s: {_queue(hub)}")
 
 
-def _tree_digest(folder: Path, leave_out: tuple[str, ...] = ()) -> dict[str, str]:
-    found = {}
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder).as_posix()
-        if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts and not any(
-                relative == part or relative.startswith(part + "/") for part in leave_out):
-            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
-
-
 def _others_grades(hub, student: str) -> dict:
     with Gradebook(f"sqlite:///{hub.course_dir / 'gradebook.db'}") as gb:
         return {(a.name, s.student.id): [(g.name, g.auto_score, g.manual_score) for n in s.notebooks for g in n.grades]
@@ -104,11 +91,11 @@ def attacked(hub):
     os.chown(target, *pwd.getpwnam(EVA)[2:4])
     leave_out = ("gradebook.db", "grading", "reports", "grades.csv", "on-submit", f"autograded/{EVA}",
                  f"feedback/{EVA}", f"submitted/{EVA}")
-    before = (_tree_digest(hub.course_dir, leave_out), _tree_digest(gus_hand_in), _others_grades(hub, EVA),
+    before = (digest(hub.course_dir, leave_out), digest(gus_hand_in), _others_grades(hub, EVA),
               {k: v for k, v in _queue(hub).items() if v[1] != EVA})
     _submit(hub, EVA, eva)
     row = _wait_graded(hub, EVA)
-    after = (_tree_digest(hub.course_dir, leave_out), _tree_digest(gus_hand_in), _others_grades(hub, EVA),
+    after = (digest(hub.course_dir, leave_out), digest(gus_hand_in), _others_grades(hub, EVA),
              {k: v for k, v in _queue(hub).items() if v[1] != EVA})
     found = outcomes(notebook_path(hub.course_dir / "autograded" / EVA, A))
     return row, found, before, after

@@ -152,7 +152,7 @@ def _pids(marker: str) -> list[int]:
 
 
 def test_a_student_cannot_read_the_hubs_the_proxys_or_the_services_secrets(hub, bob):
-    hub_pids = _pids(str(hub.course_dir / "autograder" / "hub" / "jupyterhub_config.py"))
+    hub_pids = _pids(str(hub.code / "autograder" / "hub" / "jupyterhub_config.py"))
     proxy_pids = _pids(f"--api-port {hub.proxy_api_port}")
     service_pids = _pids(f"--ServerApp.root_dir={hub.course_dir}")
     processes = {"hub": hub_pids, "proxy": proxy_pids, "formgrader": service_pids}

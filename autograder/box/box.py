@@ -26,7 +26,6 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -209,7 +208,7 @@ class Box:
 
 
 def _reap(init: int, seconds: float = 10) -> None:
-    """Wait until the box's init is gone, reaping this process's dead children meanwhile: the kernel's process,
+    """Wait until the box's init has exited, reaping this process's dead children meanwhile: the kernel's process,
     its launcher killed, became this subreaper's child, and the init that ends a PID namespace waits until every
     process of it is reaped."""
     deadline = time.monotonic() + seconds
@@ -219,9 +218,18 @@ def _reap(init: int, seconds: float = 10) -> None:
                 pass
         except ChildProcessError:
             pass
-        if not os.path.exists(f"/proc/{init}"):
+        if _dead(init):
             return
         time.sleep(0.005)
+
+
+def _dead(pid: int) -> bool:
+    """Whether process `pid` has exited (gone, or a zombie whose parent has not reaped it yet): an init is a zombie
+    only once every process of its namespace has ended."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _is_open(descriptor: int) -> bool:

@@ -101,16 +101,25 @@ else:
 # formgrader and grading at submission: services the hub starts and stops, run by the grader in the course directory,
 # each in the grader's own cgroup, where the box of each notebook it grades gets a cgroup of its own (autograder.box).
 # Root starts them only to put them there (autograder.hub.layout.as_grader_in) and runs nothing of the course.
-tree = Tree.load(settings.cgroups_record)
+tree = Tree.load(settings.cgroups_record)  # None: a hub not started by `python -m autograder hub` (no cgroups)
 GRADER_KEYS = ("PYTHONPATH", "JUPYTER_CONFIG_PATH", "PATH", "HOME")
-grader_env = {key: grader_environment(settings)[key] for key in GRADER_KEYS} | box_environment(tree) | {
-    "USER": settings.grader, "LOGNAME": settings.grader}
+grader_env = {key: grader_environment(settings)[key] for key in GRADER_KEYS} | {
+    "USER": settings.grader, "LOGNAME": settings.grader} | (box_environment(tree) if tree else {})
+
+
+def as_grader(service: str, argv: list[str]) -> dict:
+    """A service run as the grader: in its own cgroup of the grader's, where the hub has its tree."""
+    if tree is None:
+        return {"command": argv, "user": settings.grader}
+    return {"command": as_grader_in(settings, tree.grader(service), argv)}
+
+
 c.JupyterHub.services = [
     {
         "name": settings.course_id,
         "url": f"http://127.0.0.1:{settings.formgrader_port}",
-        "command": as_grader_in(settings, tree.grader("formgrader"), [
-            str(python / "bin" / "jupyterhub-singleuser"), f"--ServerApp.root_dir={settings.course_dir}"]),
+        **as_grader("formgrader", [str(python / "bin" / "jupyterhub-singleuser"),
+                                   f"--ServerApp.root_dir={settings.course_dir}"]),
         "cwd": str(settings.course_dir),
         "environment": grader_env | {"JUPYTERHUB_DEFAULT_URL": "/formgrader"},
         "oauth_no_confirm": True,
@@ -125,7 +134,7 @@ c.JupyterHub.services = [
     {
         "name": ON_SUBMIT,
         "url": f"http://127.0.0.1:{settings.on_submit_port or free_ports(1)[0]}",
-        "command": as_grader_in(settings, tree.grader("autograde"), [
+        **as_grader("autograde", [
             str(python / "bin" / "python"), "-m", "autograder.on_submit",
             f"--inbound={settings.exchange / settings.course_id / 'inbound'}",
             f"--policies={json.dumps(settings.on_submit)}", f"--jobs={settings.grading_jobs}",
