@@ -9,7 +9,8 @@ Usage: sudo .venv/bin/python bench/box.py [--before REVISION] [--students 10] [-
 2. Grading a class with and without it: `bench/grading.py`'s class (`--students` made of the demo submissions in
    turn, every notebook) released and graded by `autograder.grading.engine.grade(..., feedback=False)` in a scratch
    copy of each tree, this one and REVISION's (exported with `git archive`), alternately `--rounds` times each:
-   wall seconds and the grading processes' CPU seconds, their medians and the ratio.
+   the grading's wall seconds, and the CPU seconds of the whole run (its release and hand-ins, the same in both,
+   included: its grading server exits with it), their medians and the ratios.
 3. With `--on-submit` (root; a hub): each tree's own `bench/on_submit.py --students 1 10` in turn, their tables.
 4. With `--attacks`: tests/box_attacks.py's hand-in (issue 57's table in C-level form, inside a correct 02) graded
    by each tree's `python -m autograder grade` in a scratch class: each attack's outcome side by side, and the
@@ -69,7 +70,7 @@ print(json.dumps(steps))
 """
 
 GRADE_A_CLASS = r"""
-import importlib.util, json, resource, sys, tempfile, time
+import importlib.util, json, sys, tempfile, time
 from pathlib import Path
 tree, students, jobs = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 spec = importlib.util.spec_from_file_location("bench_grading", tree / "bench" / "grading.py")
@@ -79,14 +80,11 @@ with tempfile.TemporaryDirectory() as scratch:
     root = bench.copy_course(Path(scratch))
     bench.release(root, quiet=True)
     names = bench.hand_in(root, students, list(bench.NOTEBOOKS))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     outcomes = bench.grade(root, list(bench.NOTEBOOKS), jobs=jobs, feedback=False, show_progress=False)
     seconds = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     points = sorted((o.student, o.assignment, o.score) for o in outcomes)
-print(json.dumps({"seconds": seconds, "cpu": cpu, "notebooks": len(names) * len(bench.NOTEBOOKS), "points": points}))
+print(json.dumps({"seconds": seconds, "notebooks": len(names) * len(bench.NOTEBOOKS), "points": points}))
 """
 
 
@@ -105,7 +103,16 @@ write_submission("demo_perfect", release_nb, source_nb, notebook_path(root / "su
 targets = {"root": str(root), "classmate": str(notebook_path(root / "submitted" / "gus", A)),
            "queue": str(root / "on-submit" / "queue.sqlite"), "inbound": str(root / "inbound"), "self": "mallory"}
 hand_in_attack(release_nb, source_nb, notebook_path(root / "submitted" / "mallory", A), targets)
+from autograder.on_submit.queue import HandedIn, Queue
+Queue(root / "on-submit" / "queue.sqlite").add(HandedIn(folder="gus+02_attention+x", student="gus", assignment=A,
+                                                        handed_in="x", arrived=1.0, state="graded", score=3.0))
 """
+
+
+def _children_cpu() -> float:
+    import resource
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def load() -> str:
@@ -153,10 +160,11 @@ def grading(trees: dict[str, Path], students: int, jobs: int, rounds: int) -> No
     print("| --- | --- | --- | --- | --- | --- |")
     for number in range(1, rounds + 1):
         for name, tree in trees.items():
-            before = load()
+            before, used = load(), _children_cpu()
             done = in_tree(tree, "-c", GRADE_A_CLASS, str(tree), str(students), str(jobs))
             assert done.returncode == 0, done.stderr[-3000:]
             result = json.loads(done.stdout.strip().splitlines()[-1])
+            result["cpu"] = _children_cpu() - used  # the whole run's: its grading server exits with it
             found[name].append(result)
             print(f"| {number} | {name} | {result['seconds']:.1f} s | {result['cpu']:.1f} s | "
                   f"{result['seconds'] / result['notebooks']:.2f} s | {before} / {load()} |", flush=True)

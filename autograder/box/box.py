@@ -296,13 +296,15 @@ def _wait_until_ready(init: int, process: subprocess.Popen) -> int:
 
 
 def _box_cgroup(slot: Slot, limits: Limits) -> cgroups.Cgroup:
-    """The box's own cgroup, under the tree this account was given for its boxes (CGROUPS_VARIABLE), or root's
-    `tfs-boxes`; its leftovers (a box of the same id killed with its job) killed first."""
+    """The box's own cgroup, under the tree this account was given for its boxes (CGROUPS_VARIABLE: the class hub's
+    grader, its boxes an equal share of the grader's CPU each), or root's `tfs-boxes` (memory and processes only:
+    its CPU time is shared as its grading job's is); its leftovers (a box of the same id killed with its job) killed
+    first."""
     given = os.environ.get(CGROUPS_VARIABLE)
     if given:
         tree = cgroups.Tree.from_description(given)
     elif os.geteuid() == 0:
-        tree = cgroups.Tree.named("tfs-boxes").make_base()
+        tree = cgroups.Tree.named("tfs-boxes", controllers=("memory", "pids")).make_base()
     else:
         raise cgroups.CgroupsUnavailable("this account was given no cgroups for its boxes")
     name = f"box-{slot.uid}" if slot.uid is not None else f"box-of-{os.getpid()}"

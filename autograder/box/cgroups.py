@@ -99,6 +99,8 @@ class Cgroup:
             _write(self.folder("memory") / "memory.max", memory)
             _write(self.folder("memory") / "memory.swap.max", 0, missing_ok=True)
             _write(self.folder("pids") / "pids.max", limits.processes)
+            if "cpu" not in self.tree.controllers:
+                return
             _write(self.folder("cpu") / "cpu.weight", STUDENT_WEIGHT)
             quota = "max" if not limits.cpu_cores else int(limits.cpu_cores * CPU_PERIOD_US)
             _write(self.folder("cpu") / "cpu.max", f"{quota} {CPU_PERIOD_US}")
@@ -106,6 +108,8 @@ class Cgroup:
             _write(self.folder("memory") / "memory.limit_in_bytes", memory)
             _write(self.folder("memory") / "memory.memsw.limit_in_bytes", memory, missing_ok=True)
             _write(self.folder("pids") / "pids.max", limits.processes)
+            if "cpu" not in self.tree.controllers:
+                return
             _write(self.folder("cpu") / "cpu.shares", 1024)
             quota = -1 if not limits.cpu_cores else int(limits.cpu_cores * CPU_PERIOD_US)
             _write(self.folder("cpu") / "cpu.cfs_period_us", CPU_PERIOD_US)
@@ -175,22 +179,25 @@ class Tree:
         self._place(tree_name(hub_folder), root, self_cgroups)
 
     @classmethod
-    def named(cls, name: str, root: Path = CGROUP_ROOT, self_cgroups: str | None = None) -> "Tree":
-        """A tree of that name (the boxes of root's grading runs: autograder.box.box), not a hub's."""
+    def named(cls, name: str, root: Path = CGROUP_ROOT, self_cgroups: str | None = None,
+              controllers: tuple[str, ...] = V1_CONTROLLERS) -> "Tree":
+        """A tree of that name limited by `controllers` (the boxes of root's grading runs, autograder.box.box: memory
+        and processes only, their CPU time shared as the grading process's is), not a hub's."""
         tree = cls.__new__(cls)
-        tree._place(name, root, self_cgroups)
+        tree._place(name, root, self_cgroups, controllers)
         return tree
 
-    def _place(self, name: str, root: Path, self_cgroups: str | None) -> None:
+    def _place(self, name: str, root: Path, self_cgroups: str | None,
+               controllers: tuple[str, ...] = V1_CONTROLLERS) -> None:
         if os.geteuid() != 0 and root == CGROUP_ROOT:
             raise CgroupsUnavailable("only root may make cgroups for other accounts")
-        self.version = version(root)
+        self.version, self.controllers = version(root), tuple(controllers)
         if self.version == 2:
             self.bases = {"unified": root / name}
         else:
             own = _own_cgroups(self_cgroups)
             self.bases = {controller: root / controller / own.get(controller, "").strip("/") / name
-                          for controller in V1_CONTROLLERS}
+                          for controller in self.controllers}
         self.root = root
 
     def save(self, record: Path) -> None:
@@ -201,7 +208,8 @@ class Tree:
     def description(self) -> str:
         """Where the tree is, as text (`from_description` reads it): what `save` writes, and what the hub gives the
         grader in its environment for the boxes of its grading (autograder.box.box)."""
-        return json.dumps({"version": self.version, "bases": {k: str(v) for k, v in self.bases.items()}})
+        return json.dumps({"version": self.version, "bases": {k: str(v) for k, v in self.bases.items()},
+                           "controllers": list(self.controllers)})
 
     @classmethod
     def from_description(cls, text: str) -> "Tree":
@@ -209,6 +217,7 @@ class Tree:
         tree = cls.__new__(cls)
         tree.version, tree.root = saved["version"], CGROUP_ROOT
         tree.bases = {key: Path(value) for key, value in saved["bases"].items()}
+        tree.controllers = tuple(saved.get("controllers", V1_CONTROLLERS))
         return tree
 
     @classmethod
@@ -235,7 +244,7 @@ class Tree:
     def subtree(self, relative: str) -> "Tree":
         """The tree whose base is this one's cgroup `relative` (the grader's boxes: autograder.box.box)."""
         tree = Tree.__new__(Tree)
-        tree.version, tree.root = self.version, self.root
+        tree.version, tree.root, tree.controllers = self.version, self.root, self.controllers
         tree.bases = {key: base / relative for key, base in self.bases.items()}
         return tree
 
@@ -260,11 +269,11 @@ class Tree:
                         os.chown(os.path.join(folder, name), uid, gid)
 
     def make_base(self) -> "Tree":
-        """Make the tree's own folder, its cgroups below limited by the memory, pids and cpu controllers."""
+        """Make the tree's own folder, its cgroups below limited by the tree's controllers."""
         if self.version == 2:
-            _enable_controllers(self.root)
+            _enable_controllers(self.root, self.controllers)
             self.everything.make()
-            _enable_controllers(self.bases["unified"])
+            _enable_controllers(self.bases["unified"], self.controllers)
         else:
             self.everything.make()
         return self
@@ -283,9 +292,9 @@ class Tree:
         return self
 
 
-def _enable_controllers(folder: Path) -> None:
-    """Let the cgroups below `folder` use the memory, pids and cpu controllers (cgroup v2)."""
-    wanted = {"memory", "pids", "cpu"} - set((folder / "cgroup.subtree_control").read_text().split())
+def _enable_controllers(folder: Path, controllers: tuple[str, ...] = V1_CONTROLLERS) -> None:
+    """Let the cgroups below `folder` use `controllers` (cgroup v2; by default memory, pids and cpu)."""
+    wanted = set(controllers) - set((folder / "cgroup.subtree_control").read_text().split())
     if wanted:
         (folder / "cgroup.subtree_control").write_text(" ".join(f"+{name}" for name in sorted(wanted)))
 
