@@ -46,6 +46,7 @@ def _grade(args) -> None:
     from autograder.paths import ROOT
     from autograder.results.report import needs_a_look, read_term, score_table
     from course.about import NOTEBOOKS
+    refuse_others_code_as_root(ROOT)
     assignments = _known(args.assignments) or [a for a in NOTEBOOKS if any((ROOT / "submitted").glob(f"*/{a}"))]
     if not (ROOT / "gradebook.db").exists():
         raise SystemExit(f"There is no gradebook at {ROOT / 'gradebook.db'}: release the assignments first "
@@ -80,6 +81,25 @@ def _grade(args) -> None:
 
 
 UNBOXED_FLAG = "--student-code-runs-as-me"
+
+
+def refuse_others_code_as_root(root) -> None:
+    """As root, grade only a course directory that root alone can change: nbgrader runs its nbgrader_config.py, and
+    this command its package. A SystemExit that names the first file another account could change."""
+    import os
+    import pwd
+    if os.geteuid() != 0:
+        return
+    for path in (root, root / "nbgrader_config.py", root / "autograder", *(root / "autograder").rglob("*.py")):
+        info = path.lstat()
+        if info.st_uid != 0 or info.st_mode & 0o022:
+            try:
+                whose = f"{pwd.getpwuid(info.st_uid).pw_name}'s" if info.st_uid else "writable by its group or everyone"
+            except KeyError:
+                whose = f"user id {info.st_uid}'s"
+            raise SystemExit(f"{path} is {whose}: as root, grading would run what another account can change. Grade "
+                             "as the account that owns the course directory (sudo -u ACCOUNT python -m autograder "
+                             "grade), or make it root's alone.")
 
 
 def box_or_exit():

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -120,13 +121,13 @@ def load() -> str:
 
 
 def export(revision: str, into: Path) -> Path:
-    """REVISION's tree, with this checkout's installed proxy and notice (not in git), for its hub."""
+    """REVISION's tree, with a copy of this checkout's installed proxy and notice (not in git), for its hub."""
     into.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", revision], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     for built in ("deploy/proxy/node_modules", "deploy/grade-notice/labextension"):
-        if (ROOT / built).exists() and not (into / built).exists():
-            (into / built).symlink_to(ROOT / built)
+        if (ROOT / built).exists() and not (into / built).exists():  # copied: the hub's private view hides links out
+            shutil.copytree(ROOT / built, into / built, symlinks=True)
     return into
 
 

@@ -249,3 +249,19 @@ def test_an_ordinary_accounts_grading_boxes_each_notebook_too(as_an_account):
         assert host == account.pw_uid  # the account itself, seeing nothing but its box
     assert graded.files_after == graded.files_before and graded.grades_after == graded.grades_before
     assert graded.queue_after == graded.queue_before
+
+
+def test_root_grades_no_course_directory_another_account_can_change(tmp_path):
+    """As root, grading runs the course directory's nbgrader_config.py and package: one another account could change
+    is refused before anything runs, naming the file and whose it is."""
+    from autograder.paths import copy_course
+    root = copy_course(tmp_path / "course")
+    os.chown(root / "nbgrader_config.py", 65534, 65534)
+    refused = subprocess.run([sys.executable, "-m", "autograder", "grade"], cwd=root,
+                             env=dict(os.environ, PYTHONPATH=str(root)), capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "nbgrader_config.py is nobody's" in refused.stderr, refused.stderr[-1000:]
+    os.chown(root / "nbgrader_config.py", 0, 0)
+    (root / "autograder" / "paths.py").chmod(0o666)
+    refused = subprocess.run([sys.executable, "-m", "autograder", "grade"], cwd=root,
+                             env=dict(os.environ, PYTHONPATH=str(root)), capture_output=True, text=True, timeout=120)
+    assert "paths.py is writable by its group or everyone" in refused.stderr, refused.stderr[-1000:]
