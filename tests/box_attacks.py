@@ -94,13 +94,13 @@ _children = []
 for _ in range(300):
     _pid = _libc.fork()
     if _pid == 0:
-        _libc.pause()
+        _libc.pause()  # (a child of a threaded kernel may hang here on Python's lock instead: the same to the box)
         _libc._exit(0)
     if _pid < 0:
         break
     _children.append(_pid)
 _say("fork_many", len(_children) >= 300, f"forked {{len(_children)}} ({{_err() if len(_children) < 300 else 'all'}})")
-for _pid in _children[3:]:  # three are left behind, for grading to end; the rest go, so the kernel can still start threads
+for _pid in _children[3:]:  # three are left to grading's end (in the kernel's group: its end ends them); the rest go
     _libc.kill(_pid, 9)
     _libc.waitpid(_pid, None, 0)
 for _name, _path, _megabytes in (("fill_tmp", "/tmp/{TOKEN}", 600), ("fill_shm", "/dev/shm/{TOKEN}", 300)):

@@ -189,22 +189,25 @@ class Box:
         return left
 
     def left_running(self) -> list[int]:
-        """The processes running in the box but its init and the process that waits: what its notebook started."""
+        """The processes the notebook started that still run in the box: every live process of its PID namespace
+        whose parent is in the box too (the kernel's own process, whose parent is outside, and the process that
+        waits are not counted)."""
         try:
             namespace = os.readlink(f"/proc/{self.entry.init}/ns/pid")
         except OSError:
             return []
-        found = []
+        members: dict[int, tuple[str, int]] = {}  # pid -> (state, parent)
         for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) in (self.waiter, self.entry.init):
+            if not entry.isdigit():
                 continue
             try:
-                if os.readlink(f"/proc/{entry}/ns/pid") == namespace and " Z " not in \
-                        Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1][:3]:
-                    found.append(int(entry))
-            except OSError:
+                if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                    state, parent = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[:2]
+                    members[int(entry)] = (state, int(parent))
+            except (OSError, ValueError):
                 continue
-        return found
+        return [pid for pid, (state, parent) in members.items()
+                if pid not in (self.entry.init, self.waiter) and state != "Z" and parent in members]
 
 
 def _reap(init: int, seconds: float = 10) -> None:
@@ -213,12 +216,13 @@ def _reap(init: int, seconds: float = 10) -> None:
     process of it is reaped."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        dead = _dead(init)
         try:
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
         except ChildProcessError:
             pass
-        if _dead(init):
+        if dead:
             return
         time.sleep(0.005)
 

@@ -55,8 +55,9 @@ def kill_descendants(rounds: int = 20) -> int:
             break
         for child in children:
             try:
+                alive = child.status() != psutil.STATUS_ZOMBIE  # a zombie has ended already: only reaped here
                 child.kill()
-                killed += 1
+                killed += alive
             except psutil.NoSuchProcess:
                 pass
         psutil.wait_procs(children, timeout=2)
