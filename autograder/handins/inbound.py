@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import pwd
 import stat
+from datetime import datetime, timezone
 
 from nbgrader.utils import parse_utc
 
 HANDIN_NAME = "<student>+<assignment>+<time>+<random>"  # how `nbgrader submit` names a hand-in folder in inbound/
+# How far the time in a hand-in's name may be from the exchange's own before the instructor is told: submit writes the
+# name before it copies the notebooks, so an honest name is a little earlier than the hand-in's arrival.
+NAMED_TIME_SLACK = 120.0  # seconds
 
 
 def not_a_handin(path: str) -> str | None:
@@ -48,4 +52,32 @@ def foreign_reason(folder: str, student: str) -> str | None:
             except KeyError:
                 owner = f"account number {info.st_uid}"
             return f"{shown} belongs to {owner}"
+    return None
+
+
+def exchange_time(path: str, first_seen: float | None = None) -> float:
+    """When the hand-in `path` arrived, as the exchange knows it (epoch seconds): the earlier of when the hub first
+    saw it (`first_seen`, the grading service's record) and its folder's last change of status (ctime), which the
+    kernel keeps and no process can set back. Never the time in its name or its timestamp.txt, which the student's
+    own process writes."""
+    changed = os.lstat(path).st_ctime
+    return min(changed, first_seen) if first_seen else changed
+
+
+def as_nbgrader_time(seconds: float) -> str:
+    """An epoch time written as nbgrader writes a hand-in's timestamp.txt (UTC)."""
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
+def named_time_disagrees(folder_name: str, arrived: float) -> str | None:
+    """What is wrong with the time in a hand-in's folder name against the exchange's `arrived` (epoch seconds), in
+    words for the instructor; None when it is within NAMED_TIME_SLACK before it, as an honest submit's is."""
+    try:
+        named = parse_utc(os.path.basename(folder_name).rsplit("+", 3)[2]).replace(tzinfo=timezone.utc).timestamp()
+    except (IndexError, ValueError, OverflowError):
+        return "its name has no time in it"
+    if named > arrived + NAMED_TIME_SLACK:
+        return f"its name says {as_nbgrader_time(named)}, later than it arrived ({as_nbgrader_time(arrived)})"
+    if named < arrived - NAMED_TIME_SLACK:
+        return f"its name says {as_nbgrader_time(named)}, earlier than it arrived ({as_nbgrader_time(arrived)})"
     return None
