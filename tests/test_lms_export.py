@@ -562,3 +562,47 @@ def test_a_stale_late_penalty_never_leaves_the_course(gradebooks, tmp_path):
     students = canvas_reads(upload)["students"]
     assert students["5004"]["Masking (1201)"] == "0", "late under `zero`: 0, written answer or not"
     assert students["5002"]["Masking (1201)"] == "5", "extended: on time, all 5 of her points"
+
+
+def test_a_moodle_item_graded_on_a_scale_is_refused_naming_the_scale(gradebooks, tmp_path):
+    """Issue 59: an item with a scale (its cells `Excellent`, `Good`) got 3.5 with exit 0. A column holding words
+    takes no number: refused, naming the words and how to make the item take points."""
+    roster, upload = tmp_path / "grades.csv", tmp_path / "moodle-upload.csv"
+    scaled = MOODLE_EXPORT.splitlines()
+    scaled[1] = scaled[1].replace("demo_perfect;-;", "demo_perfect;Excellent;", 1)
+    scaled[2] = scaled[2].replace("demo_partial;-;", "demo_partial;Good;", 1)
+    roster.write_text("\n".join(scaled) + "\n", encoding="utf-8")
+    code, said = export(tmp_path, gradebooks["graded"], "moodle", A, "--roster", str(roster), "-o", str(upload),
+                        "--column", f"{A}={MOODLE_A}", "--item-max", f"{A}=9")
+    assert code != 0 and not upload.exists(), said
+    assert f"03_masking: the Moodle item {MOODLE_A} holds words (Excellent, Good), not points: it is graded on a " \
+        "scale" in said, said
+    assert "Grade type: Point" in said, said
+
+
+def test_no_upload_with_no_student_matched(gradebooks, tmp_path):
+    """Issue 59: `--allow-unmatched` with a `--match` rule that matches nobody wrote an upload of 0 students, exit 0.
+    Refused, pointing at --match."""
+    roster, upload = tmp_path / "grades.csv", tmp_path / "moodle-upload.csv"
+    roster.write_text(MOODLE_EXPORT, encoding="utf-8")
+    code, said = export(tmp_path, gradebooks["graded"], "moodle", A, "--roster", str(roster), "-o", str(upload),
+                        "--column", f"{A}={MOODLE_A}", "--item-max", f"{A}=9", "--match", "idnumber",
+                        "--allow-unmatched")
+    assert code != 0 and not upload.exists(), said
+    assert "Not written: --match idnumber (Moodle ID number) matches no student of the gradebook" in said, said
+    assert "Choose the rule your students' nbgrader ids follow with --match: name, email, username, idnumber" in said
+
+
+def test_an_item_out_of_nothing_is_refused_with_the_notebooks_points(gradebooks, tmp_path):
+    """Issue 59: `--item-max 03_masking=0` was told to write the maximum "as a number"; it is one: the item must be
+    out of more than 0, and the notebook's points say how many."""
+    roster = tmp_path / "grades.csv"
+    roster.write_text(MOODLE_EXPORT, encoding="utf-8")
+    code, said = export(tmp_path, gradebooks["graded"], "moodle", A, "--roster", str(roster), "-o",
+                        str(tmp_path / "u.csv"), "--column", f"{A}={MOODLE_A}", "--item-max", f"{A}=0")
+    assert code != 0, said
+    assert "--item-max 03_masking=0: a grade item out of 0 takes no points; the item must be out of more than 0 " \
+        "(03_masking is out of 9): --item-max 03_masking=9" in said, said
+    code, said = export(tmp_path, gradebooks["graded"], "moodle", A, "--roster", str(roster), "-o",
+                        str(tmp_path / "u.csv"), "--column", f"{A}={MOODLE_A}", "--item-max", f"{A}=nine")
+    assert code != 0 and "write the grade item's Maximum grade as a number" in said, said

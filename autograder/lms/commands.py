@@ -65,7 +65,8 @@ def _write_export(args) -> None:
     roster = canvas.read_roster(args.roster) if args.lms == "canvas" else moodle.read_roster(args.roster, args.identity)
     refuse_unreadable_rule(rule, rules, str(args.roster), roster.table.header, roster.students)
     wanted = _pairs(args.column, "--column")
-    maxima = {a: _points(v, a) for a, v in _pairs(getattr(args, "item_max", None), "--item-max").items()}
+    given_maxima = _pairs(getattr(args, "item_max", None), "--item-max")
+    maxima = {a: _points(v, a) for a, v in given_maxima.items()}
     stray = [a for a in {**wanted, **maxima} if a not in args.assignments]
     if stray:
         raise SystemExit(f"--column or --item-max names {', '.join(stray)}, which this command does not export: add "
@@ -73,6 +74,13 @@ def _write_export(args) -> None:
     kept = Kept.read(columns_file(args.gradebook))
     with _gradebook(args) as gb:
         marks = marks_of(gb, args.assignments, Path(args.gradebook).resolve().parent, "Nothing written")
+        for assignment, points in maxima.items():
+            if points <= 0:
+                top = marks_top(marks, assignment)
+                raise SystemExit(f"--item-max {assignment}={given_maxima[assignment]}: a grade item out of "
+                                 f"{points:g} takes no points; the item must be out of more than 0 ({assignment} is "
+                                 f"out of {top:g}): --item-max {assignment}={top:g}, with the item's Maximum grade "
+                                 f"{top:g} in Moodle.")
         refuse_pending(marks, args.pending, "--pending blank (leave those cells blank: no change in the LMS) or "
                        "--pending mark (export the score so far, noted where the LMS takes a note)")
         students = list(gb.students)
@@ -81,6 +89,12 @@ def _write_export(args) -> None:
         if problems and not args.allow_unmatched:
             raise SystemExit("Not written, some students are not matched:\n" + "\n".join(f"  {p}" for p in problems)
                              + "\n" + advice(rule, ", ".join(rules)))
+        if not matching.pairs:
+            raise SystemExit(f"Not written: --match {rule.name} ({rule.says}) matches no student of the gradebook "
+                             f"with anyone in {args.roster}, so an upload would change nothing"
+                             + (" (--allow-unmatched leaves out the unmatched, here everyone)" if args.allow_unmatched
+                                else "") + f". Choose the rule your students' nbgrader ids follow with --match: "
+                             f"{', '.join(rules)}.")
         found = {a: (roster.target(a, wanted.get(a), kept.get(args.lms, a)) if args.lms == "canvas" else
                      roster.target(a, wanted.get(a), kept.get(args.lms, a), maxima.get(a)))
                  for a in args.assignments}
@@ -104,7 +118,8 @@ def _write_export(args) -> None:
                 unreadable = canvas.points_problem(roster, assignment, target)
                 where, fix = f"Canvas's {target.header}", canvas.fix_points(target, marks_top(marks, assignment))
             else:
-                unreadable = moodle.maximum_unknown(assignment, target)
+                unreadable = (moodle.scale_problem(roster, assignment, target)
+                              or moodle.maximum_unknown(assignment, target))
                 where, fix = (f"the Moodle item {target.header}",
                               moodle.fix_maximum(assignment, marks_top(marks, assignment)))
             written = roster.points_of(target.header) if args.lms == "canvas" and not target.new else ""
@@ -156,7 +171,7 @@ def marks_top(marks, assignment: str) -> float:
 def _points(value: str, assignment: str) -> float:
     from autograder.lms.csv_files import read_number
     points = read_number(value)
-    if points is None or points <= 0:
+    if points is None:
         raise SystemExit(f"--item-max {assignment}={value}: write the grade item's Maximum grade as a number, e.g. "
                          f"--item-max {assignment}=11.")
     return points

@@ -22,7 +22,7 @@ from pathlib import Path
 import re
 
 from autograder.lms.columns import NEW, Question, Target, key, titled_as, titles
-from autograder.lms.csv_files import Table, read_table
+from autograder.lms.csv_files import Table, read_number, read_table
 from autograder.lms.marks import Mark, upload_cell
 from autograder.lms.roster import Rule, plain, student_name, name_key
 
@@ -204,6 +204,22 @@ def upload(roster: MoodleRoster, identity: str, targets: dict[str, Target], pair
             kept += [note] if note else []
         rows.append(cells + [row[g] for g in guard])
     return Table(header + guard, rows, roster.table.separator, bom=False, decimal=roster.table.decimal), kept
+
+
+def scale_problem(roster: MoodleRoster, assignment: str, target: Target) -> str:
+    """Why `target`'s grade item takes no points ("" when it does): a scale's item (its grade type Scale) is exported
+    with the scale's words (`Excellent`, `Good`) in its `(Real)` column, and Moodle's import maps a number to no word
+    of it."""
+    if target.new:
+        return ""
+    words = sorted({cell for index in range(len(roster.students))
+                    if (cell := roster.held(index, target.header)) and read_number(cell) is None})
+    if not words:
+        return ""
+    return (f"{assignment}: the Moodle item {target.header} holds words ({', '.join(words[:4])}), not points: it is "
+            "graded on a scale, and a scale takes no number. Give it the grade type Point in Moodle (Setup > "
+            f"Gradebook setup > Edit > Grade type: Point, Maximum grade: the notebook's points), export the grades "
+            "again, and run this again; or name another item with --column.")
 
 
 def maximum_unknown(assignment: str, target: Target) -> str:
