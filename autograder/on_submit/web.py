@@ -6,20 +6,27 @@
     <prefix>feedback/<assignment>
                         a student's own feedback page, once the policy lets them see it
 
-Nobody sees anyone else's hand-in or result: a student's pages are made from their hub name alone.
+Nobody sees anyone else's hand-in or result: a student's pages are made from their hub name alone. Nothing a student
+wrote runs on these pages, which are on the hub's origin: every string is escaped, each page's Content-Security-Policy
+lets no script run (its one inline style by its hash), and the feedback page, nbconvert's HTML of the student's own
+notebook, is served in a CSP sandbox (an origin of its own, no script), as Jupyter Server serves `/files/`.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import os
 import json
 import time
+import urllib.parse
 from datetime import datetime
 
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from jupyterhub.utils import url_path_join
 from tornado.web import Application, HTTPError, RequestHandler, authenticated
 
+from autograder.handins.inbound import named_time_disagrees
 from autograder.on_submit.queue import HandedIn
 from autograder.on_submit.service import Service
 
@@ -41,7 +48,26 @@ def for_student(item: HandedIn) -> dict:
             "finished": when(item.finished), "seconds": round(item.finished - item.arrived, 1) if item.finished else None}
 
 
+STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}"
+         "td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.refused{color:#a00}"
+         ".graded{color:#060}.named{color:#a60;font-size:.9em}")
+# The service's own pages: their one inline style, by its hash, and nothing else at all (no script, no image).
+PAGE_POLICY = ("default-src 'none'; style-src 'sha256-" + base64.b64encode(hashlib.sha256(STYLE.encode()).digest())
+               .decode() + "'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+# nbconvert's HTML of a student's notebook: an origin of its own (no cookies, no hub API) and no script; its inline
+# styles and embedded images only.
+FEEDBACK_POLICY = ("sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
+                   "frame-ancestors 'none'")
+
+
 class Base(HubOAuthenticated, RequestHandler):
+    policy = "default-src 'none'; frame-ancestors 'none'"  # the JSON answers and the error pages: nothing to run
+
+    def set_default_headers(self):
+        """Every answer, an error's too: its policy, and its type as sent (a browser never guesses HTML)."""
+        self.set_header("Content-Security-Policy", self.policy)
+        self.set_header("X-Content-Type-Options", "nosniff")
+
     @property
     def service(self) -> Service:
         return self.settings["service"]
@@ -71,6 +97,8 @@ class Mine(Base):
 
 
 class Page(Base):
+    policy = PAGE_POLICY
+
     @authenticated
     def get(self):
         self.set_header("Cache-Control", "no-store")
@@ -82,6 +110,8 @@ class Page(Base):
 
 
 class Feedback(Base):
+    policy = FEEDBACK_POLICY
+
     @authenticated
     def get(self, assignment: str):
         mine = [for_student(item) for item in self.service.queue.all(self.name()) if item.assignment == assignment]
@@ -94,25 +124,22 @@ class Feedback(Base):
         self.write(pages[0].read_bytes())
 
 
-STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}"
-         "td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}.refused{color:#a00}"
-         ".graded{color:#060}")
-
-
 def student_page(name: str, items: list[dict], prefix: str) -> str:
     busy = any(item["state"] in ("waiting", "grading") for item in items)
     rows = []
     for item in items:
-        what = item["score"] or item["words"]  # the score says when written answers are not graded yet
+        what = str(item["score"] or item["words"])  # the score says when written answers are not graded yet
         detail = item["reason"]
         if item["exercises"]:
             points = ", ".join(f"{k} {v}" for k, v in item["exercises"].items())
             detail = f"{points}. {detail}" if detail else points
+        detail = html.escape(detail)
         if item["page"]:
-            detail += f' <a href="{prefix}feedback/{html.escape(item["assignment"])}">the feedback page</a>'
-        rows.append(f'<tr class="{item["state"]}"><td>{html.escape(item["assignment"])}</td>'
+            link = html.escape(f"{prefix}feedback/{urllib.parse.quote(item['assignment'])}")
+            detail += f' <a href="{link}">the feedback page</a>'
+        rows.append(f'<tr class="{html.escape(item["state"])}"><td>{html.escape(item["assignment"])}</td>'
                     f'<td>{html.escape(item["hand_in"])}</td><td>{html.escape(item["words"])}</td>'
-                    f'<td><b>{html.escape(what)}</b></td><td>{detail if item["page"] else html.escape(detail)}</td></tr>')
+                    f'<td><b>{html.escape(what)}</b></td><td>{detail}</td></tr>')
     refresh = '<meta http-equiv="refresh" content="5">' if busy else ""
     table = ("<table><tr><th>assignment</th><th>handed in</th><th></th><th>score</th><th></th></tr>"
              + "".join(rows) + "</table>") if rows else "<p>Nothing handed in yet.</p>"
@@ -122,12 +149,20 @@ def student_page(name: str, items: list[dict], prefix: str) -> str:
             "and refreshes itself while one waits.</p>" + table + "</body></html>")
 
 
+def arrival(item: HandedIn) -> str:
+    """When the exchange says `item` arrived and, where the time in its folder's name disagrees, what is wrong."""
+    disagreement = named_time_disagrees(item.folder, item.arrived)
+    shown = html.escape(when(item.arrived))
+    return f'{shown}<br><span class="named">{html.escape(disagreement)}</span>' if disagreement else shown
+
+
 def queue_page(items: list[HandedIn]) -> str:
     counts = {state: sum(1 for item in items if item.state == state) for state in STATE_WORDS}
     rows = "".join(
-        f'<tr class="{item.state}"><td>{html.escape(item.student)}</td><td>{html.escape(item.assignment)}</td>'
-        f"<td>{html.escape(item.handed_in)}</td><td>{html.escape(item.state)}</td>"
-        f"<td>{html.escape(json.loads(item.shown).get('score', '') if item.shown else '')}</td>"
+        f'<tr class="{html.escape(item.state)}"><td>{html.escape(item.student)}</td>'
+        f"<td>{html.escape(item.assignment)}</td><td>{arrival(item)}</td>"
+        f"<td>{html.escape(item.state)}</td>"
+        f"<td>{html.escape(str(json.loads(item.shown).get('score', '')) if item.shown else '')}</td>"
         f"<td>{html.escape(item.reason)}</td><td>{round(item.waited, 1)} s</td></tr>" for item in items)
     summary = ", ".join(f"{count} {state}" for state, count in counts.items() if count) or "nothing yet"
     busy = counts["waiting"] or counts["grading"]
@@ -135,7 +170,7 @@ def queue_page(items: list[HandedIn]) -> str:
             + ('<meta http-equiv="refresh" content="5">' if busy else "")
             + f"<title>Grading at submission</title><style>{STYLE}</style></head><body>"
             f"<h1>Grading at submission</h1><p>{summary}, at {when(time.time())}</p><table><tr><th>student</th>"
-            "<th>assignment</th><th>handed in</th><th>state</th><th>score</th><th>reason</th><th>submit to done</th>"
+            "<th>assignment</th><th>arrived</th><th>state</th><th>score</th><th>reason</th><th>submit to done</th>"
             f"</tr>{rows}</table></body></html>")
 
 
