@@ -272,3 +272,18 @@ def test_a_line_item_out_of_other_points_is_refused(tool):
     assert "Nothing sent:\n  03_masking is out of 9 points here, but the LMS's line item 'Masking' is out of 10: set " \
         "its maximum to 9 in the LMS and push again" in said, said
     assert not platform.scores_posted()
+
+
+def test_a_push_of_some_students_sends_only_theirs(tool):
+    """Grading at submission sends each student's score when their own due date passes (issue 59): `--student`
+    sends only theirs and says nothing of the others; a name that is no student is refused."""
+    platform, config, gradebook, push = tool
+    code, said = run(*push, "--student", "demo_perfect", "--student", "demo_invalid")
+    assert code == 0, said
+    assert set(platform.store.scores["1"]) == {USER_IDS["demo_perfect"]}, said
+    assert "demo_invalid: not among the course's learners in the LMS (by email)" in said
+    assert "demo_partial" not in said and "Charles Babbage" not in said, said
+    assert "sent 1 score(s)" in said, said
+    code, said = run(*push, "--student", "nobody")
+    assert code != 0 and "Nothing sent: --student nobody is no student of the gradebook." in said, said
+    assert set(platform.store.scores["1"]) == {USER_IDS["demo_perfect"]}

@@ -188,7 +188,8 @@ def _push(args) -> None:
     config = read_config(Path(args.config))
     with _gradebook(args) as gb:
         outcome = push(gb, config, args.assignment, dry_run=args.dry_run, missing=args.missing, pending=args.pending,
-                       comment=not args.no_comment, course=Path(args.gradebook).resolve().parent)
+                       comment=not args.no_comment, course=Path(args.gradebook).resolve().parent,
+                       students=set(args.student) if args.student else None)
     print(outcome.text())
     if outcome.failed:
         raise SystemExit(1)
@@ -243,6 +244,8 @@ def add_parser(commands) -> None:
     push.add_argument("--config", default=str(DEFAULT_CONFIG), metavar="TOML",
                       help="the platform's addresses and the tool's key (default: lms/lti.toml)")
     push.add_argument("--assignment", required=True, metavar="ASSIGNMENT")
+    push.add_argument("--student", action="append", metavar="STUDENT",
+                      help="send only this student's score (again for more; default: every student's)")
     push.add_argument("--dry-run", action="store_true", help="show what would be sent, send nothing")
     push.add_argument("--missing", choices=("skip", "zero"), default="skip",
                       help="a missing hand-in: send nothing (default) or 0")

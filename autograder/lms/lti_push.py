@@ -74,8 +74,9 @@ def _learners(members: list[dict]) -> tuple[list[dict], list[dict]]:
     return active, [m for m in learners if m not in active]
 
 
-def _user_ids(gb: Gradebook, config: LtiConfig, members: list[dict], outcome: Outcome, keep: bool) -> dict[str, str]:
-    """nbgrader student id -> LMS user id; who has none is reported in `outcome`."""
+def _user_ids(gb: Gradebook, config: LtiConfig, members: list[dict], outcome: Outcome, keep: bool,
+              only: set[str] | None = None) -> dict[str, str]:
+    """nbgrader student id -> LMS user id; who has none is reported in `outcome` (of `only`, when given)."""
     active, gone = _learners(members)
     known = {m["user_id"] for m in active}
     students = list(gb.students)
@@ -90,27 +91,37 @@ def _user_ids(gb: Gradebook, config: LtiConfig, members: list[dict], outcome: Ou
         if keep:
             gb.update_or_create_student(student, lms_user_id=free[index]["user_id"])
     for student in matching.ours_only:
+        if only is not None and student not in only:
+            continue
         inactive = [m for m in gone if rule.lms(m) == rule.ours(gb.find_student(student))]
         outcome.not_sent.append(f"{student}: " + (f"inactive in the LMS ({inactive[0].get('status')})" if inactive
                                 else f"not among the course's learners in the LMS (by {rule.says})"))
     outcome.not_sent += matching.ambiguous
-    if matching.lms_only:
+    if matching.lms_only and only is None:
         outcome.lines.append("In the LMS, not in the gradebook (nothing to send): "
                              + ", ".join(free[i].get("name") or free[i]["user_id"] for i in matching.lms_only))
     return found
 
 
 def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = False, missing: str = "skip",
-         pending: str = "mark", comment: bool = True, course: Path | None = None) -> Outcome:
-    """`course`: the course directory whose nbgrader_config.py gives the late policy (default: the config's)."""
+         pending: str = "mark", comment: bool = True, course: Path | None = None,
+         students: set[str] | None = None) -> Outcome:
+    """`course`: the course directory whose nbgrader_config.py gives the late policy (default: the config's);
+    `students`: only theirs (grading at submission sends each student's when their own due date passes), else all."""
+    if students is not None:
+        unknown = sorted(students - {student.id for student in gb.students})
+        if unknown:
+            raise SystemExit(f"Nothing sent: --student {', '.join(unknown)} is no student of the gradebook.")
     marks = marks_of(gb, [assignment], course or config.path.parent.parent, "Nothing sent")
+    if students is not None:
+        marks = {key: mark for key, mark in marks.items() if key[0] in students}
     refuse_pending(marks, pending, "--pending skip (send nothing for them) or --pending mark (send the score so "
                    "far, marked PendingManual)")
     outcome = Outcome(assignment, dry_run)
     platform = Platform(config)
     ledger = Ledger(config.sent_file)
     try:
-        users = _user_ids(gb, config, platform.members(), outcome, keep=not dry_run)
+        users = _user_ids(gb, config, platform.members(), outcome, keep=not dry_run, only=students)
         top = next(iter(marks.values())).max_score if marks else 0.0
         item = platform.line_item(assignment, assignment, top, create=False)
         if item is not None:
@@ -131,6 +142,8 @@ def push(gb: Gradebook, config: LtiConfig, assignment: str, dry_run: bool = Fals
         sent_now: dict[str, int] = {}  # LMS user id -> the index of its "sent" line
         names = {user_id: student for student, user_id in users.items()}
         for student, user_id in sorted(users.items()):
+            if (student, assignment) not in marks:
+                continue  # not one of `students`
             mark = marks[student, assignment]
             score = score_for(mark, user_id, missing, comment)
             if score is None:
