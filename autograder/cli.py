@@ -149,7 +149,7 @@ def _release_feedback(args) -> None:
             print("  not handed in with nbgrader submit (what its folder lacks is named), send these pages yourself:")
             print("\n".join(f"    {page}" for page in by_hand))
         if failed:
-            raise SystemExit(f"nbgrader release_feedback {assignment} failed: {failed}")
+            raise SystemExit(f"{assignment}: {failed}")
 
 
 def _similarity(args) -> None:

@@ -34,7 +34,7 @@ from autograder.handins.handin import HandIn, not_a_student, students_in, submit
 from autograder.nbgrader_run import environment
 from autograder.paths import HIDDEN, REFERENCE, notebook_path
 from autograder.results.extension import grant_waiting_extensions
-from autograder.results.feedback_page import refusal_page
+from autograder.results.feedback_page import gradebook_state, is_refusal_page, refusal_page, stale_pages
 from autograder.results.report import write_report
 from autograder.results.scores import Score, duration, late_policy, penalty_now, policy_name, score_of
 from course.about import NOTEBOOKS
@@ -275,11 +275,12 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
           feedback: bool = True, limits: Limits = Limits(), scheduler: str | None = None,
           only: set[tuple[str, str]] | None = None, report: bool = True) -> list[Outcome]:
     """Autograde every submission of `assignments` under `root` with `jobs` nbgrader processes at a time (or, with
-    `scheduler`, as tasks on that Dask cluster: autograder.grading.cluster), then generate feedback and export.
-    Resumable: what the ledger records as graded is not graded again. With `only`, just those (assignment, student)
-    hand-ins and their feedback pages (grading at submission: autograder.on_submit); with `report` False, no
-    grades.csv and no class report (which read the whole class). One grading at a time in `root`
-    (autograder.grading.lock): a second waits, saying for whom."""
+    `scheduler`, as tasks on that Dask cluster: autograder.grading.cluster), then generate feedback (and, of any
+    assignment, every other page the gradebook no longer matches: `refresh_stale_pages`) and export. Resumable: what
+    the ledger records as graded is not graded again. With `only`, just those (assignment, student) hand-ins and their
+    feedback pages (grading at submission: autograder.on_submit); with `report` False, no grades.csv and no class
+    report (which read the whole class). One grading at a time in `root` (autograder.grading.lock): a second waits,
+    saying for whom."""
     if limits.boxed:
         check()  # BoxUnavailable at once, with what to do, where this machine cannot box a notebook
     client = None
@@ -364,9 +365,34 @@ def _grade(root: Path, assignments: list[str], jobs: int, quiet: bool, show_prog
             job = jobs_of.get((outcome.assignment, outcome.student))
             if outcome.status in ("refused", "unchanged") and outcome.reason and job and _refused(job):
                 refusal_pages(root, outcome, job.hand)
+        if only is None:
+            for stale in refresh_stale_pages(root, entries, quiet=quiet):
+                tqdm.write(f"warning: {stale.line(root)}; it could not be written anew, and release-feedback will "
+                           "not send it until it is")
         if report:
             class_outputs(root, entries, quiet=quiet)
     return graded
+
+
+def refresh_stale_pages(root: Path, entries: dict, quiet: bool = True) -> list:
+    """Every feedback page, of any assignment, that the gradebook no longer matches (a written answer graded in
+    formgrader since its assignment was last graded, say) written anew: nbgrader's page by `generate_feedback`, a
+    refusal page in place with the reason its ledger entry (`entries`) records. Returns those still stale
+    (autograder.results.feedback_page.Stale), which release-feedback refuses to send."""
+    stale = stale_pages(root)
+    for assignment, student in sorted({(s.assignment, s.student) for s in stale if not is_refusal_page(s.page)}):
+        forked_nbgrader(root, "generate_feedback", assignment, f"--student={student}", "--force", quiet=quiet,
+                        check=False)
+    refusals = [s for s in stale if is_refusal_page(s.page) and (s.assignment, s.student) in entries]
+    if refusals:
+        with gradebook(root) as gb:
+            for page in refusals:
+                score = score_of(gb, page.assignment, page.student)
+                if score is not None:
+                    refusal_page(page.page, page.assignment, page.student, f"{score.total:g} / {score.max_score:g}",
+                                 entries[page.assignment, page.student].reason,
+                                 gradebook_state(gb, page.assignment, page.student), score.text())
+    return stale_pages(root) if stale else []
 
 
 def class_outputs(root: Path, entries: dict, quiet: bool = True, check: bool = True) -> None:
@@ -451,9 +477,12 @@ def refusal_pages(root: Path, outcome: Outcome, hand: HandIn) -> None:
     hand-in, never an earlier one."""
     folder = notebook_path(root / "feedback" / outcome.student, outcome.assignment).parent
     shutil.rmtree(folder, ignore_errors=True)
+    with gradebook(root) as gb:
+        state = gradebook_state(gb, outcome.assignment, outcome.student)
     for name in hand.notebook_names():
         refusal_page(folder / f"{name}.html", outcome.assignment, outcome.student,
-                     f"{outcome.points.total:g} / {outcome.points.max_score:g}", outcome.reason)
+                     f"{outcome.points.total:g} / {outcome.points.max_score:g}", outcome.reason, state,
+                     outcome.points.text())
     hand.file_submit_records(folder)
 
 

@@ -1,6 +1,7 @@
 """What goes to the LMS for one student and assignment: nbgrader's score after the late penalty (`score_of`), and
 whether it may go: never a score whose late penalty is stale (`refuse_stale`), never one above the LMS's maximum
-(`maximum_problems`), and not handed in or written answers not graded yet only as the instructor says."""
+(`maximum_problems`), and not handed in or written answers not graded yet (`Score.waiting`: never graded, or handed
+in again after they were) only as the instructor says."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from autograder.lms.csv_files import number
-from autograder.results.scores import PENDING, Score, pending_count, refuse_stale, score_of
+from autograder.results.scores import PENDING, Score, refuse_stale, score_of
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,9 @@ def marks_of(gb: Gradebook, assignments: list[str], course: Path, nothing: str) 
 
 
 def pending_lines(marks: dict[tuple[str, str], Mark]) -> list[str]:
-    return [f"{m.student} / {m.assignment}: {pending_count(m.pending)}" for m in marks.values() if m.pending]
+    """`bob / 03_masking: 1 written answer not graded yet`, with `(earlier answer: 1/2)` for one handed in again after
+    it was graded (its earlier mark is in the score so far): the hand-ins whose score is not final."""
+    return [f"{m.student} / {m.assignment}: {m.score.pending_text()}" for m in marks.values() if m.pending]
 
 
 def refuse_pending(marks: dict[tuple[str, str], Mark], pending: str, choices: str) -> None:

@@ -9,6 +9,7 @@ when the student's code raised, the call that raised with its arguments' shapes,
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from autograder.results.feedback_page import gradebook_state
 from autograder.results.scores import score_of
 
 
@@ -22,13 +23,19 @@ class ShortenHiddenTestTracebacks(NbGraderPreprocessor):
 
 
 class CourseScore(NbGraderPreprocessor):
-    """After nbgrader's GetGrades: the page's score is the course's one number (autograder.results.scores.score_of, the same
-    as grades.csv and the grade command's table), and the page says when written answers are not graded yet."""
+    """After nbgrader's GetGrades: the page's score is the course's one number (autograder.results.scores.score_of, the
+    same as grades.csv and the grade command's table); the page says which written answers are not graded yet (one
+    handed in again after it was graded with its earlier answer's mark) and carries the record of the gradebook it was
+    made from (`gradebook_state`), by which a page the gradebook no longer matches is found (`stale_pages`)."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         with Gradebook(info["db_url"]) as gb:
             score = score_of(gb, info["assignment"], info["student"])
+            info["gradebook_state"] = gradebook_state(gb, info["assignment"], info["student"])
         if score is not None:
             info["score"], info["max_score"], info["pending"] = score.total, score.max_score, score.pending
+            info["score_text"] = score.text()
+            info["waiting"] = [{"cell": w.cell, "max_score": w.max_score, "earlier": w.earlier}
+                               for w in score.waiting if w.notebook == info["notebook"]]
         return nb, resources

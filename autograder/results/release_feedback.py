@@ -7,6 +7,10 @@ zip_collect or copied in by hand has no timestamp.txt, and one such page stops n
 traceback: no student gets feedback. Here nbgrader's own command runs once, told to leave out
 (`CourseDirectory.student_id_exclude`) every student whose page lacks timestamp.txt or submission_secret.txt; those
 pages are listed with their paths, to send by hand or on the learning platform.
+
+No page is released, or listed to send, while one of them says other than the gradebook (a written answer graded in
+formgrader since the page was made: autograder.results.feedback_page.stale_pages): the command says which pages and
+what to run, `python -m autograder grade ASSIGNMENT`, which regrades nothing unchanged and writes them anew.
 """
 from __future__ import annotations
 
@@ -14,12 +18,28 @@ from pathlib import Path
 
 from autograder.handins.handin import FROM_SUBMIT
 from autograder.nbgrader_run import nbgrader
+from autograder.results.feedback_page import stale_pages
+
+
+def stale_refusal(root: Path, assignment: str, student: str | None = None) -> str:
+    """Why `assignment`'s feedback (`student`'s, when given) may not go out yet: its pages that the gradebook no longer
+    matches, and the command that writes them anew; "" when every page says what the gradebook holds."""
+    stale = stale_pages(root, [assignment], student)
+    if not stale:
+        return ""
+    return ("nothing released: these feedback pages no longer say what the gradebook holds (grades or comments "
+            "changed since they were made, in formgrader say):\n" + "\n".join(f"  {s.line(root)}" for s in stale)
+            + f"\nRun `python -m autograder grade {assignment}` (it regrades nothing unchanged and writes these pages "
+            "anew), then release again.")
 
 
 def release_feedback(root: Path, assignment: str, student: str | None = None) -> tuple[list[str], list[str], str]:
     """Release `assignment`'s feedback through the exchange (only `student`'s, when given): (students released, pages
-    to send by hand, each with the files its folder lacks, nbgrader's last error line when its command failed, else
-    "")."""
+    to send by hand, each with the files its folder lacks, why nothing was released: a page the gradebook no longer
+    matches (`stale_refusal`) or nbgrader's last error line when its command failed, else "")."""
+    stale = stale_refusal(root, assignment, student)
+    if stale:
+        return [], [], stale
     released, by_hand, excluded = [], [], []
     folder = root / "feedback"
     everyone = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
@@ -41,5 +61,5 @@ def release_feedback(root: Path, assignment: str, student: str | None = None) ->
     if result.returncode != 0:
         errors = [line.strip() for line in (result.stderr or "").splitlines()
                   if ("ERROR" in line or "CRITICAL" in line) and not line.rstrip().endswith("release_feedback failed")]
-        return [], by_hand, " ".join(errors[-2:])[-400:] or "no message"
+        return [], by_hand, "nbgrader release_feedback failed: " + (" ".join(errors[-2:])[-400:] or "no message")
     return released, by_hand, ""

@@ -23,7 +23,8 @@ from matplotlib.ticker import MaxNLocator
 from nbgrader.api import Gradebook
 
 from autograder.authoring.mistakes import all_mistakes
-from autograder.results.scores import LATE_NOTE, PENDING, PENDING_MARK, PENDING_NOTE, Score, score_of
+from autograder.results.scores import (EARLIER_NOTE, LATE_NOTE, PENDING, PENDING_MARK, PENDING_NOTE, Score,
+                                       earlier_lines, score_of)
 from autograder.results.notes import TAMPERING, UNCONFIRMED
 from course.about import NOTEBOOKS
 
@@ -68,6 +69,11 @@ class Term:
         """The points of the whole covered term."""
         return sum(self.maxima.values())
 
+    def earlier(self) -> list[str]:
+        """`alice / 02_attention: earlier answer: 1/2` for each hand-in whose written answer, handed in again after it
+        was graded, waits to be graded again (autograder.results.scores.earlier_lines)."""
+        return earlier_lines({(s.student, a): score for s in self.standings for a, score in s.scores.items()})
+
     def percent(self, standing: Standing) -> float:
         return 100 * standing.earned / self.top if self.top else 0.0
 
@@ -99,6 +105,8 @@ def score_table(term: Term, needs_a_look: list[str] = ()) -> str:
     lines.insert(1, "  ".join("-" * width for width in widths))
     if any(s.pending for s in term.standings):
         lines.append(PENDING_NOTE)
+    if term.earlier():
+        lines += [EARLIER_NOTE] + [f"    {line}" for line in term.earlier()]
     if any(s.late_penalty for s in term.standings):
         lines.append(LATE_NOTE)
     if not term.standings:
@@ -230,6 +238,7 @@ def summary_lines(term: Term, mistakes: Counter, reasons: dict[tuple[str, str], 
     lines += [f"| {s.student} | " + " | ".join(s.cell(a) for a in term.maxima) + f" | {term.total(s)} |"
               for s in term.standings]
     lines += ["", "\\" + PENDING_NOTE] if pending else []  # a markdown list item without the backslash
+    lines += ["", EARLIER_NOTE.strip()] + [f"- {line}" for line in term.earlier()] if term.earlier() else []
     lines += ["", LATE_NOTE] if any(s.late_penalty for s in term.standings) else []
     lines += ["",
              "## Exercises with the lowest pass rates", "", "| notebook | graded cell | pass rate |", "| --- | --- | --- |"]

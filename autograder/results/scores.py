@@ -6,6 +6,12 @@ number: the autograded points, with every manual override and written answer gra
 (nbgrader's `Submission.score`), less the late penalty (`late_submission_penalty`), never below 0. What nbgrader
 cannot say in one number, written answers not graded yet, is said beside it wherever the number is shown.
 
+A written answer is not graded yet when nbgrader asks for it to be graded by hand (`Grade.needs_manual_grade`, what
+formgrader lists as needing grading), whether it was never graded (it counts 0) or was handed in again after it was:
+nbgrader then keeps the earlier answer's mark, which counts until a person grades the new answer, and every output
+names it as the earlier answer's (`earlier answer: 1/2`). `waiting_answers` is that one definition: the tables, the
+reports, the feedback pages, the LMS exports and pushes all read it through `Score.waiting`.
+
 The late penalty is nbgrader's own computation (`late_policy`, `penalty_now`): `python -m autograder grade` stores it
 in the gradebook at every run. What changes it without a grading run (a written answer graded in formgrader under a
 policy that takes a share of the points, an extension, a due date, the policy itself) leaves the stored penalty
@@ -21,8 +27,25 @@ from nbgrader.api import Gradebook, MissingEntry
 PENDING = "written answers not graded yet"
 PENDING_MARK = "*"  # a table's short form of PENDING, said once below the table (`PENDING_NOTE`)
 PENDING_NOTE = f"{PENDING_MARK} {PENDING}: they count 0 until you grade them (instructor guide, section 4)."
+# Below PENDING_NOTE when an answer was handed in again after it was graded, then a line per such hand-in
+EARLIER_NOTE = "  Handed in again after you graded them; the earlier mark counts until you grade the new answer:"
 # Below a table with a late penalty in it: formgrader, nbgrader's own page, cannot show the penalty
 LATE_NOTE = "(late: -N): the late penalty, taken off everywhere; formgrader alone shows the points before it."
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A written answer that needs grading by hand (nbgrader's `needs_manual_grade`)."""
+    cell: str  # its grade id
+    notebook: str
+    max_score: float
+    earlier: float | None  # the mark of the answer handed in before it, counted until it is graded; None: never graded
+
+
+def earlier_text(waiting: tuple[Waiting, ...]) -> str:
+    """`earlier answer: 1/2`, `earlier answers: 1/2, 2/2`; "" when no waiting answer had a mark."""
+    marks = [f"{w.earlier:g}/{w.max_score:g}" for w in waiting if w.earlier is not None]
+    return f"earlier answer{'s' if len(marks) > 1 else ''}: {', '.join(marks)}" if marks else ""
 
 
 @dataclass(frozen=True)
@@ -32,13 +55,29 @@ class Score:
     raw: float  # autograded and manual points before the penalty (grades.csv's `raw_score`)
     penalty: float  # the late penalty (grades.csv's `late_submission_penalty`)
     autograded: float  # the code cells' points as they count (a manual override in place of the autograder's)
-    written: float  # the written answers' points graded so far
-    pending: int  # written answers that still need grading by hand
+    written: float  # the written answers' points as they count (an earlier answer's mark included)
+    waiting: tuple[Waiting, ...] = ()  # written answers that need grading by hand (`waiting_answers`)
+
+    @property
+    def pending(self) -> int:
+        """How many written answers need grading by hand."""
+        return len(self.waiting)
+
+    @property
+    def earlier(self) -> str:
+        """`earlier answer: 1/2` while an answer handed in again after it was graded waits; else ""."""
+        return earlier_text(self.waiting)
 
     def text(self) -> str:
-        """`9/11`, `0/11 (late: -9)`, `9/11 (written answers not graded yet)`."""
-        notes = ([f"late: -{self.penalty:g}"] if self.penalty else []) + ([PENDING] if self.pending else [])
+        """`9/11`, `0/11 (late: -9)`, `9/11 (written answers not graded yet)`, `4/5 (written answers not graded yet;
+        earlier answer: 1/2)`."""
+        notes = (([f"late: -{self.penalty:g}"] if self.penalty else []) + ([PENDING] if self.pending else [])
+                 + ([self.earlier] if self.earlier else []))
         return f"{self.total:g}/{self.max_score:g}" + (f" ({'; '.join(notes)})" if notes else "")
+
+    def pending_text(self) -> str:
+        """`1 written answer not graded yet`, `1 written answer not graded yet (earlier answer: 1/2)`."""
+        return pending_count(self.pending) + (f" ({self.earlier})" if self.earlier else "")
 
     def cell(self) -> str:
         """The same for a table: `9/11`, `0/11 (late: -9)`, `9/11*` (`PENDING_MARK`, said once below the table)."""
@@ -54,17 +93,32 @@ def score_of(gb: Gradebook, assignment: str, student: str) -> Score | None:
         return None
     penalty = float(submission.late_submission_penalty or 0.0)
     raw = float(submission.score or 0.0)
-    pending = sum(1 for notebook in submission.notebooks for grade in notebook.grades
-                  if grade.cell_type == "markdown" and grade.needs_manual_grade and grade.manual_score is None)
     return Score(total=max(0.0, raw - penalty), max_score=float(submission.max_score or 0.0), raw=raw, penalty=penalty,
                  autograded=float(submission.code_score or 0.0), written=float(submission.written_score or 0.0),
-                 pending=pending)
+                 waiting=waiting_answers(submission))
+
+
+def waiting_answers(submission) -> tuple[Waiting, ...]:
+    """The written answers of `submission` (nbgrader's SubmittedAssignment) that a person has to grade: those nbgrader
+    flags for manual grading, as formgrader lists them. One handed in again after it was graded keeps the earlier
+    answer's mark in nbgrader (`manual_score`), and nbgrader's score counts it: it is the earlier answer's."""
+    return tuple(Waiting(grade.name, notebook.name, float(grade.max_score or 0.0),
+                         None if grade.manual_score is None else float(grade.manual_score))
+                 for notebook in submission.notebooks for grade in notebook.grades
+                 if grade.cell_type == "markdown" and grade.needs_manual_grade)
 
 
 def missing(gb: Gradebook, assignment: str) -> Score:
     """What a hand-in that is missing counts: 0 of the assignment's points (as `nbgrader export` counts it)."""
     top = float(gb.find_assignment(assignment).max_score or 0.0)
-    return Score(0.0, top, 0.0, 0.0, 0.0, 0.0, 0)
+    return Score(0.0, top, 0.0, 0.0, 0.0, 0.0)
+
+
+def earlier_lines(scores: dict[tuple[str, str], Score]) -> list[str]:
+    """`alice / 02_attention: earlier answer: 1/2` for each (student, assignment) whose written answer, handed in
+    again after it was graded, waits to be graded again (below a table, after EARLIER_NOTE)."""
+    return [f"{student} / {assignment}: {score.earlier}" for (student, assignment), score in sorted(scores.items())
+            if score is not None and score.earlier]
 
 
 def pending_count(count: int) -> str:
