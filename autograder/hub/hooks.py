@@ -9,7 +9,8 @@
   missing or null". Its deliberate differences from the package are listed in the class's docstring.
 - `login_hook`: after an LTI 1.3 launch, the person's groups from their LTI role (an instructor grades, everyone else
   is a student), and their LMS identity written to nbgrader's gradebook (`Student.lms_user_id`, with their name and
-  email), so that `python -m autograder lms push` sends their grade to the person who logged in.
+  email), so that `python -m autograder lms push` sends their grade to the person who logged in. The launch answers
+  once that is written (their first page finds them in the gradebook), or with a page that says it could not be.
 
 Run as a program (`python -m autograder.hub.hooks STUDENT --lms-user-id=...`), it is the grader's side of that
 write: nbgrader's `db student add`, writing only the fields it is given (`_add_given_student`).
@@ -17,6 +18,7 @@ write: nbgrader's `db student add`, writing only the fields it is given (`_add_g
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -72,48 +74,72 @@ def teaches(roles: list[str]) -> bool:
 
 
 async def login_hook(authenticator, handler, authentication: dict) -> dict:
-    """JupyterHub's post-auth hook for LTI logins: the person's groups, and their identity in the gradebook (in the
-    background: the person goes on to their server while it is written)."""
+    """JupyterHub's post-auth hook for LTI logins: the person's groups, and a student's identity in the gradebook,
+    written before the launch answers (`record_student`); a refusal page when the gradebook cannot take it."""
     settings = _settings()
     claims = authentication.get("auth_state") or {}
     staff = teaches(claims.get(ROLES_CLAIM, []))
     authentication["groups"] = [settings.formgrader_group if staff else settings.student_group]
     if not staff:
-        recording = asyncio.ensure_future(record_student(settings, authentication["name"], claims))
-        RECORDING.add(recording)  # a task nobody holds may be collected before it ends
-        recording.add_done_callback(RECORDING.discard)
+        await record_student(settings, authentication["name"], claims)
     return authentication
 
 
-RECORDING: set[asyncio.Task] = set()
 RECORDED: set[tuple] = set()  # what this hub wrote to the gradebook since it started: a second login writes nothing
-GRADEBOOK_LOCK = asyncio.Lock()  # one nbgrader at a time: a class logging in at once would queue for SQLite's lock
+# The gradebook is an SQLite file that grading writes too, in short transactions (one hand-in's merge): a writer waits
+# for the lock up to BUSY_TIMEOUT_S, then fails; RECORD_TIMEOUT_S bounds the whole write (nbgrader's start included).
+BUSY_TIMEOUT_S = 30
+RECORD_TIMEOUT_S = 120
+# How many writes at once: each is a Python process of its own, most of its time spent starting; a class launching
+# at once shares the cores instead of queueing behind one another.
+WRITERS = asyncio.Semaphore(max(2, os.cpu_count() or 2))
+
+
+class GradebookUnwritable(Exception):
+    """The gradebook did not take a student's record (locked past the timeout, not writable, or nbgrader failed)."""
 
 
 async def record_student(settings: HubSettings, name: str, claims: dict) -> None:
     """The student in the gradebook, written as the grader in the course directory: their LMS user id (the launch's
     `sub`, the id the LMS's grade service knows), and the name and email the launch sent; what a launch did not send
-    stays as the gradebook has it. One at a time, and only what this hub has not written already."""
+    stays as the gradebook has it. Only what this hub has not written already; a refusal page (503) that says what
+    to do when the gradebook cannot be written."""
     given = {"--lms-user-id": claims.get("sub"), "--first-name": claims.get("given_name"),
              "--last-name": claims.get("family_name"), "--email": claims.get("email")}
     record = (name, *given.values())
-    async with GRADEBOOK_LOCK:
-        if record not in RECORDED and await _add_student(settings, name, given):
-            RECORDED.add(record)
+    if record in RECORDED:
+        return
+    try:
+        async with WRITERS:
+            await asyncio.wait_for(_add_student(settings, name, given), RECORD_TIMEOUT_S)
+    except (GradebookUnwritable, asyncio.TimeoutError) as error:
+        why = str(error) or f"no answer within {RECORD_TIMEOUT_S} s"
+        log.error("could not record %s (LMS user %s) in the gradebook: %s", name, given["--lms-user-id"], why)
+        raise refusal(503, "The hub could not add you to your class's gradebook just now, so it has not logged you "
+                      "in: your grades reach the LMS through that entry. Nothing of yours was lost. In a minute, go "
+                      "back to the course in your LMS and click the hub's link again; if this page comes back, tell "
+                      "your instructor (the hub's log says why).",
+                      f"gradebook not written for {name} (sub {given['--lms-user-id']}): {why[-300:]}") from None
+    RECORDED.add(record)
 
 
-async def _add_student(settings: HubSettings, name: str, given: dict) -> bool:
+async def _add_student(settings: HubSettings, name: str, given: dict) -> None:
     from autograder.hub.layout import grader_environment
     argv = [f"{settings.python}/bin/python", "-m", __name__, name,
             *(f"{flag}={value}" for flag, value in given.items() if value)]
     process = await asyncio.create_subprocess_exec(
         *as_account(settings.grader, argv), cwd=settings.course_dir, env=grader_environment(settings),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    output, _ = await process.communicate()
-    if process.returncode != 0:  # the student still works; `lms push` matches them by email until this is fixed
-        log.error("could not record %s (LMS user %s) in the gradebook: %s", name, given["--lms-user-id"],
-                  output.decode(errors="replace")[-1000:])
-    return process.returncode == 0
+    try:
+        output, _ = await process.communicate()
+    except asyncio.CancelledError:  # past RECORD_TIMEOUT_S: no write goes on after the launch was answered
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise
+    if process.returncode != 0:
+        raise GradebookUnwritable(f"nbgrader exited with {process.returncode}: "
+                                  f"{output.decode(errors='replace')[-1000:]}")
 
 
 def _add_given_student() -> None:
@@ -129,10 +155,20 @@ def _add_given_student() -> None:
                 self.fail("No student id provided.")
             given = {field: getattr(self, field) for field in ("first_name", "last_name", "email", "lms_user_id")
                      if getattr(self, field) is not None}
-            with Gradebook(self.coursedir.db_url, self.course_id, self.authenticator) as gradebook:
+            with Gradebook(busy_waiting(self.coursedir.db_url), self.course_id, self.authenticator) as gradebook:
                 gradebook.update_or_create_student(self.extra_args[0], **given)
 
     AddGivenStudent.launch_instance()
+
+
+def busy_waiting(db_url: str) -> str:
+    """An SQLite gradebook's URL with a lock timeout of BUSY_TIMEOUT_S (Python's default, 5 s, fails a write that
+    meets a grading merge on a loaded machine); any other database's as it is."""
+    from sqlalchemy.engine import make_url
+    url = make_url(db_url)
+    if url.get_backend_name() != "sqlite" or "timeout" in url.query:
+        return db_url
+    return url.update_query_dict({"timeout": str(BUSY_TIMEOUT_S)}).render_as_string(hide_password=False)
 
 
 def refusal(status: int, message: str, detail: str) -> HTTPError:
