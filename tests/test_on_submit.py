@@ -1,17 +1,20 @@
 """Graded as it is handed in (issue 51), on a real hub, in a real browser: students press Submit in the Assignment
 List and nobody else acts; the service collects, grades, and JupyterLab shows each student a notice with their score
 or with why it could not be graded; the grade is the instructor's `python -m autograder grade` for the same hand-in,
-cell for cell; the instructor sees the queue; a service killed with -9 mid-job is started again and grades once.
+cell for cell; the instructor sees the queue; a service killed with -9 mid-job is started again and grades once; a
+hand-in that sleeps an hour is graded as it stands within its budget while a classmate's is taken in at once.
 
 The tests run in order, on one hub. Its policy for 03: each exercise's points before the due date, one graded
-hand-in per student every 30 minutes. Screenshots: tests/artifacts/on-submit/."""
+hand-in per student every 30 minutes; 02 gets 60 s a notebook (test 9). Screenshots: tests/artifacts/on-submit/."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -24,6 +27,9 @@ from nbgrader.api import Gradebook
 from playwright.sync_api import expect
 
 from autograder.demo.submissions import answered, solution_sources
+from autograder.grading.autograde_process import BUDGET_SPENT
+from autograder.grading.execute_timeouts import EXECUTE_TIMEOUTS
+from autograder.on_submit.service import QUEUE
 from autograder.paths import RELEASE, ROOT, SOURCE, notebook_path
 from tests.browser import browser  # noqa: F401 (a fixture)
 from tests.browser import VIEWPORT
@@ -34,7 +40,7 @@ from tests.test_hub_loop import log_in as log_in_in_browser
 
 ADA, BOB, TEACHER = "sub-ada", "sub-bob", "sub-teacher"
 A, WRONG = "03_masking", "02_attention"
-POLICY = {"default": {"before_due": "points", "cooldown_minutes": 30}}
+POLICY = {"default": {"before_due": "points", "cooldown_minutes": 30}, WRONG: {"budget_seconds": 60}}
 SHOTS = ROOT / "tests" / "artifacts" / "on-submit"
 NOTICE = ".Toastify__toast"  # JupyterLab's notifications (deploy/grade-notice/ raises them)
 
@@ -316,3 +322,60 @@ def test_8_a_hand_in_that_kills_its_kernel_says_why_and_the_queue_goes_on(hub, w
     adas = wait_for(hub, log_in(hub, ADA), ADA, 3)
     assert adas[0]["state"] == "graded" and adas[0]["score"].startswith("9/11"), adas[0]
     notice(ada, f"{A}, handed in {adas[0]['hand_in']}", "9/11")
+
+
+def queued(hub) -> dict[str, dict]:
+    """The service's queue as it is now, each hand-in by its folder's name (read-only: the service writes it)."""
+    with contextlib.closing(sqlite3.connect(f"file:{hub.course_dir / QUEUE}?mode=ro", uri=True, timeout=30)) as db:
+        db.row_factory = sqlite3.Row
+        return {row["folder"]: dict(row) for row in db.execute("SELECT * FROM handins")}
+
+
+def wait_in_queue(hub, what: str, found, timeout: float = 600):
+    """The first of `found(queue)`'s answers that is not None, asked every 0.2 s (fails with the service's log)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = found(queued(hub))
+        if answer is not None:
+            return answer
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen in {timeout:.0f} s: {queued(hub)}\n"
+                         f"{(hub.state / 'jupyterhub.log').read_text()[-4000:]}")
+
+
+def test_9_a_hand_in_that_sleeps_holds_up_no_classmates_intake_and_is_graded_as_it_stands(hub, bob):
+    """bob's 02 defines a correct `attention`, then sleeps an hour in the same cell. While it is being graded, ada hands
+    in: her hand-in is in the queue at once, arrived when she pressed Submit (the exchange's time, not when grading let
+    the service look). bob's is stopped when 02's budget (60 s, the policy) is spent, not at the course's 300 s a cell,
+    and graded as it stands: his correct function earns its points, and his reason says what was stopped and why."""
+    ada = Kernel(hub, ADA)  # her server ready before bob's budget starts to run
+    sleeper = solved(WRONG)
+    cell = next(c for c in sleeper.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code")
+    cell.source += "\n\nimport time\ntime.sleep(3600)\n"
+    hand_in(bob, hub.course_id, WRONG, sleeper)
+    bobs = wait_in_queue(hub, "bob's 02 being graded", lambda q: next(
+        (f for f, row in q.items() if (row["student"], row["assignment"], row["state"]) == (BOB, WRONG, "grading")),
+        None))
+    before = {folder for folder, row in queued(hub).items() if row["student"] == ADA}
+    pressed = time.time()
+    hand_in(ada, hub.course_id, A, solved(A))
+    done = time.time()
+    adas, bob_then = wait_in_queue(hub, "ada's hand-in in the queue", lambda q: next(
+        ((row, q[bobs]["state"]) for f, row in q.items() if row["student"] == ADA and f not in before), None))
+    ada.shut_down()
+    assert bob_then == "grading", f"ada's hand-in was seen only once bob's was {bob_then}: intake waited for grading"
+    assert pressed - 1 <= adas["arrived"] <= done + 1, (pressed, adas["arrived"], done)
+
+    graded = wait_in_queue(hub, "bob's 02 graded", lambda q: q[bobs] if q[bobs]["state"] not in ("waiting", "grading")
+                           else None)
+    assert graded["state"] == "graded", graded
+    assert "was still running when the notebook's 60 s of grading at submission ran out: it was stopped there and " \
+           "the notebook graded as it stands" in graded["reason"], graded["reason"]
+    shown = json.loads(graded["shown"])
+    assert shown["score"].startswith("3/5") and shown["exercises"] == {"attention": "3/3"}, shown
+    ledger = [json.loads(line) for line in (hub.course_dir / "grading" / "ledger.jsonl").read_text().splitlines()]
+    seconds = [entry["seconds"] for entry in ledger if entry.get("student") == BOB and entry.get("assignment") == WRONG]
+    assert len(seconds) == 1 and seconds[0] < EXECUTE_TIMEOUTS["timeout"], seconds  # the budget stopped it, not 300 s
+    autograded = nbformat.read(notebook_path(hub.course_dir / "autograded" / BOB, WRONG), as_version=4)
+    stopped = [c for c in autograded.cells if any(o.get("ename") == BUDGET_SPENT for o in c.get("outputs", []))]
+    assert len(stopped) == 1 and "time.sleep(3600)" in stopped[0].source, [c.source[:80] for c in stopped]

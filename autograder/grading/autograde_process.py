@@ -17,12 +17,16 @@ server (`command`), unsandboxed: two seconds of imports saved each, and one per 
 """
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from traitlets.config import Config
 
 from autograder.box.box import Box, Limits as BoxLimits
 from autograder.box.job_namespace import isolate_network
@@ -31,6 +35,10 @@ from autograder.box.who import BoxUnavailable, identity, take_slot
 from autograder.grading import sandbox, warm_kernel
 
 BOX_FAILED = 75  # a job's exit code when its box could not be made (EX_TEMPFAIL: the machine's fault, try again)
+BUDGET_SPENT = "OutOfGradingTime"  # the error a cell shows when a notebook's budget stopped it (Budget)
+# Past a notebook's budget, each cell after the one stopped may take up to LATE_CELL_SECONDS (the course's hidden tests
+# of a whole notebook take 6.5 s at most on a quiet machine, 06's).
+LATE_CELL_SECONDS = 10
 
 _context = None
 
@@ -58,10 +66,41 @@ class BoxPlan:
     limits: BoxLimits
 
 
+class Budget:
+    """nbclient's `timeout_func` for a notebook with a time budget (grading at submission): each cell may run until
+    the budget, counted from the job's start, is spent; the cell running then is interrupted (the course's
+    `interrupt_on_timeout`) and shows BUDGET_SPENT, and each cell after it gets `late_cell_seconds`, so that the
+    hidden tests still test what the notebook had defined: it is graded as it stands. Never more than the course's
+    own cell limit, `cell_seconds`."""
+
+    def __init__(self, seconds: float, started: float, cell_seconds: float, late_cell_seconds: float):
+        self.deadline = started + seconds  # time.monotonic()'s
+        self.cell_seconds, self.late_cell_seconds = cell_seconds, late_cell_seconds
+
+    def __call__(self, cell) -> int:
+        left = self.deadline - time.monotonic()
+        # nbclient takes whole seconds, and reads 0 as no limit at all
+        return max(1, math.ceil(min(self.cell_seconds, left if left > 0 else self.late_cell_seconds)))
+
+
+def budget_config(seconds: float, started: float) -> Config:
+    """The nbgrader settings that give a notebook `seconds` in all from `started` (Budget), with the error its stopped
+    cell shows."""
+    from autograder.grading.execute_timeouts import EXECUTE_TIMEOUTS
+    config = Config()
+    config.Execute.timeout_func = Budget(seconds, started, EXECUTE_TIMEOUTS["timeout"], LATE_CELL_SECONDS)
+    config.Execute.error_on_timeout = {
+        "ename": BUDGET_SPENT, "evalue": f"this cell was stopped: grading at submission gives a notebook {seconds:g} s",
+        "traceback": [f"{BUDGET_SPENT}: this cell was still running when the notebook's {seconds:g} s of grading at "
+                      "submission ran out, so it was stopped and the notebook graded as it stands"]}
+    return config
+
+
 def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_mb: int,
-         plan: BoxPlan | None) -> None:
+         plan: BoxPlan | None, budget: float | None = None) -> None:
     """In the forked process: become the sandbox, start the notebook's box (`plan`; None: no box, the kernel runs as
-    this account), then run nbgrader with `argv`."""
+    this account), then run nbgrader with `argv` (with `budget`, a notebook's seconds in all: Budget)."""
+    started = time.monotonic()
     _enter(root, env, log_path)
     box, slot = None, None
     if plan is not None:
@@ -96,7 +135,7 @@ def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_
             print(note, file=sys.stderr)
     warm_kernel.fork_waiting_kernel(box.entry if box else None)  # now, while this process has one thread
     try:
-        code = _launch_nbgrader(argv)
+        code = _launch_nbgrader(argv, budget_config(budget, started) if budget else None)
     finally:
         warm_kernel.discard()
         ended = 0
@@ -116,11 +155,12 @@ def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_
 KERNEL_LINE = "kernel| "  # starts each line the boxed kernel itself printed (not its cells' output), in the job's log
 
 
-def _launch_nbgrader(argv: list[str]) -> int:
-    """nbgrader's command line with `argv`, in this process; its exit code (1 for an uncaught error, printed)."""
+def _launch_nbgrader(argv: list[str], config: Config | None = None) -> int:
+    """nbgrader's command line with `argv` (and `config` under the course's nbgrader_config.py: settings no command
+    line can give), in this process; its exit code (1 for an uncaught error, printed)."""
     try:
         from nbgrader.apps.nbgraderapp import NbGraderApp
-        NbGraderApp.launch_instance(argv=argv)
+        NbGraderApp.launch_instance(argv=argv, **({"config": config} if config else {}))
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 1
     except BaseException as error:  # noqa: BLE001: reported through the log and the exit code
@@ -164,10 +204,11 @@ def command(argv: list[str], root: Path, env: dict[str, str], log_path: Path) ->
 
 
 def autograde(argv: list[str], root: Path, env: dict[str, str], log_path: Path, memory_mb: int,
-              timeout: float, plan: BoxPlan | None) -> Finished:
+              timeout: float, plan: BoxPlan | None, budget: float | None = None) -> Finished:
     """Run `nbgrader <argv>` in a forked, sandboxed process, its notebook's kernel in the box `plan` describes (None:
-    no box); stop it and all it started after `timeout` seconds."""
-    process = context().Process(target=_run, args=(argv, str(root), env, str(log_path), memory_mb, plan),
+    no box); with `budget`, the notebook is graded as it stands once that many seconds are spent (Budget); stop it
+    and all it started after `timeout` seconds."""
+    process = context().Process(target=_run, args=(argv, str(root), env, str(log_path), memory_mb, plan, budget),
                                 daemon=False)
     process.start()
     process.join(timeout)

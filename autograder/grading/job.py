@@ -3,7 +3,7 @@ own into a private gradebook, its hidden tests judged by the grader (autograder.
 (autograder.grading.engine) runs jobs here; the Dask path (autograder.grading.cluster) runs the same jobs on workers.
 
     Job            what is graded, and what grading it found (its reason, notes, time)
-    Limits         a notebook's time and memory, a cell's time
+    Limits         a notebook's time and memory, a cell's time; `at_submission`: those of grading at submission
     autograde_one  run one job: nbgrader autograde under the guard, then the grader's verdict
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import course
 from autograder.box.box import Limits as BoxLimits
 from autograder.box.view import View
 from autograder.grading import autograde_process
-from autograder.grading.autograde_process import BOX_FAILED, KERNEL_LINE, BoxPlan
+from autograder.grading.autograde_process import BOX_FAILED, BUDGET_SPENT, KERNEL_LINE, BoxPlan
 from autograder.grading.guard.policy import kernel_files, policy_for
 from autograder.grading.warm_kernel import interpreter_paths
 from autograder.grading.verify import verify
@@ -59,12 +59,28 @@ def first_error(path: Path) -> str:
     error = truncated = ""
     for index, cell in enumerate(notebook.cells, start=1):
         graded = cell.metadata.get("nbgrader", {}).get("grade", False)
-        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            if not error and output.output_type == "error" and not graded:
+        outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
+        stopped = any(output.get("ename") == BUDGET_SPENT for output in outputs)  # said by out_of_budget
+        for output in outputs:
+            if not error and output.output_type == "error" and not graded and not stopped:
                 error = f"cell {index} raised {output.ename}: {output.evalue[:200]}"
             if not truncated and "... Output truncated ..." in output.get("text", ""):
                 truncated = f"cell {index} printed more than the output limit; its output was truncated"
     return "; ".join(reason for reason in (error, truncated) if reason)
+
+
+def out_of_budget(path: Path, budget_seconds: float) -> list[str]:
+    """What the budget stopped in the autograded notebook at `path`, as a note (none when nothing)."""
+    if not path.exists():
+        return []
+    notebook = nbformat.read(path, as_version=4)
+    stopped = [index for index, cell in enumerate(notebook.cells, start=1) if cell.cell_type == "code"
+               and any(output.get("ename") == BUDGET_SPENT for output in cell.get("outputs", []))]
+    if not stopped:
+        return []
+    later = f" (and {len(stopped) - 1} cell(s) after it)" if len(stopped) > 1 else ""
+    return [f"cell {stopped[0]}{later} was still running when the notebook's {budget_seconds:g} s of grading at "
+            "submission ran out: it was stopped there and the notebook graded as it stands"]
 
 
 @dataclass
@@ -96,10 +112,25 @@ class Job:
 class Limits:
     cell_seconds: float | None = None  # None: nbgrader_config.py's Execute.timeout
     notebook_seconds: float = NOTEBOOK_TIME_LIMIT
+    # Grading at submission's time for one notebook (autograder.on_submit.policy, budget_seconds; None: no budget):
+    # the cell running when it is spent is stopped and the notebook graded as it stands (autograde_process.Budget).
+    budget_seconds: float | None = None
     memory_mb: int = MEMORY_LIMIT_MB  # per process of one autograde (its kernel included), under autograder.grading.sandbox
     # Each notebook's kernel in a box of its own (autograder.box). False only where the instructor chose to grade
     # without one (`--student-code-runs-as-me`): then the kernel runs as the grader, the guard its only fence.
     boxed: bool = True
+
+
+# Past a notebook's budget, the cells after the one stopped get LATE_CELL_SECONDS each (autograde_process), and all of
+# them together BUDGET_GRACE: only a kernel that ignores the interrupt needs it all, and the notebook is ended then.
+BUDGET_GRACE = 60
+
+
+def at_submission(budget_seconds: float, boxed: bool = True) -> Limits:
+    """The limits of grading at submission: the notebook's budget, and past it BUDGET_GRACE for the cells after the
+    one it stopped (their hidden tests still test what was written), then the notebook is ended."""
+    return Limits(notebook_seconds=min(NOTEBOOK_TIME_LIMIT, budget_seconds + BUDGET_GRACE),
+                  budget_seconds=budget_seconds, boxed=boxed)
 
 
 PROCESSES_PER_BOX = 256  # a kernel, its threads and what it starts, at once
@@ -163,9 +194,14 @@ def autograde_one(root: Path, job: Job, threads: int, limits: Limits = Limits())
         policy = guard_policy(root, job, records)
         plan = box_plan(root, job, records, policy, limits, threads) if limits.boxed else None
         finished = autograde_process.autograde(argv, root, environment(threads, policy), records.with_suffix(".log"),
-                                               limits.memory_mb, limits.notebook_seconds, plan)
+                                               limits.memory_mb, limits.notebook_seconds, plan,
+                                               budget=limits.budget_seconds)
         trusted = [line for line in finished.log.splitlines() if not line.startswith(KERNEL_LINE)]
-        if finished.returncode is None:
+        if finished.returncode is None and limits.budget_seconds:
+            job.reason = (f"grading stopped {limits.notebook_seconds - limits.budget_seconds:g} s after the notebook's "
+                          f"{limits.budget_seconds:g} s of grading at submission ran out (its code did not stop when "
+                          "asked to): graded 0")
+        elif finished.returncode is None:
             job.reason = (f"grading stopped after {limits.notebook_seconds:g} s, the limit for a whole notebook (an "
                           "endless loop, or training far too long?): graded 0")
         elif finished.returncode == BOX_FAILED:
@@ -176,6 +212,9 @@ def autograde_one(root: Path, job: Job, threads: int, limits: Limits = Limits())
         sandbox = [line.removeprefix("sandbox: ") for line in trusted if line.startswith("sandbox: ")]
         job.notes += [line for line in sandbox if line.startswith("ended ")]
         job.network = next((line for line in sandbox if line.startswith("the network")), "")
+        if not job.reason and limits.budget_seconds:
+            job.notes += out_of_budget(notebook_path(root / "autograded" / job.student, job.assignment),
+                                       limits.budget_seconds)
         if not job.reason:
             job.notes += verify(notebook_path(root / "autograded" / job.student, job.assignment), job.assignment,
                                 job.student, records, job.database)

@@ -12,7 +12,8 @@ A hand-in is a folder of the exchange's inbound/, `<student>+<assignment>+<time>
 
 Fair: each round takes at most one hand-in per student, those who were served longest ago first, so one student's
 ten hand-ins never delay another's first; of one student's waiting hand-ins of an assignment only the newest is
-graded (nbgrader collects the newest).
+graded (nbgrader collects the newest). The newest is the one that arrived last (`arrived`, the exchange's time), never
+the one whose name says the latest time (`handed_in`, which the student's own process writes).
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ class HandedIn:
     folder: str  # its name in inbound/
     student: str
     assignment: str
-    handed_in: str  # the time in its name, as nbgrader submit wrote it
-    arrived: float  # when the service saw it (epoch seconds)
+    handed_in: str  # the time in its name, as the student's nbgrader submit wrote it: how they know it, never trusted
+    arrived: float  # when the exchange got it (epoch seconds: autograder.handins.inbound.exchange_time)
     state: str = "waiting"
     not_before: float = 0.0
     started: float = 0.0
@@ -119,7 +120,8 @@ class Queue:
             if earlier is None:
                 newest[(item.student, item.assignment)] = item
                 continue
-            older, newer = (earlier, item) if earlier.handed_in <= item.handed_in else (item, earlier)
+            by_arrival = (earlier.arrived, earlier.folder) <= (item.arrived, item.folder)
+            older, newer = (earlier, item) if by_arrival else (item, earlier)
             older.state, older.reason, older.finished = "superseded", f"the hand-in of {newer.handed_in} came after it", now
             self.update(older)
             newest[(item.student, item.assignment)] = newer
