@@ -287,3 +287,40 @@ def test_a_push_of_some_students_sends_only_theirs(tool):
     code, said = run(*push, "--student", "nobody")
     assert code != 0 and "Nothing sent: --student nobody is no student of the gradebook." in said, said
     assert set(platform.store.scores["1"]) == {USER_IDS["demo_perfect"]}
+
+
+def test_grading_at_submission_sends_each_students_score_at_their_own_due_date(graded, tmp_path):
+    """Issue 59: with `to_lms: "after_due"` the whole assignment went to the LMS when the first due date passed, the
+    score so far of a student with an extension with it. Each student's goes once their own due date has passed:
+    demo_broken's at the due date, demo_perfect's (an extension of two days) only once hers has."""
+    import json as json_
+    import time
+    from datetime import timedelta
+
+    from autograder.on_submit.queue import HandedIn
+    from autograder.on_submit.service import Service, utc_now
+    from tests.lms_class import DUE
+
+    config, gradebook, _ = tool_files(graded, tmp_path)  # the course directory: tmp_path (lms/lti.toml beside it)
+    shift = (utc_now() - timedelta(hours=1)) - DUE  # the class as it was, its due date an hour ago
+    with Gradebook(f"sqlite:///{gradebook}") as gb:
+        gb.find_assignment(A).duedate = DUE + shift
+        for submission in gb.find_assignment(A).submissions:
+            submission.timestamp = submission.timestamp + shift
+        gb.db.commit()
+        gb.grant_extension(A, "demo_perfect", days=2)
+    (tmp_path / "inbound").mkdir()
+    service = Service(tmp_path, tmp_path / "inbound", {"default": {"to_lms": "after_due"}}, lti=True)
+    for student in ("demo_perfect", "demo_broken"):
+        service.queue.add(HandedIn(f"{student}+{A}+2026-12-01 10:00:00.000000 UTC+x", student, A,
+                                   "2026-12-01 10:00:00.000000 UTC", time.time(), state="graded",
+                                   shown=json_.dumps({"score": "", "page": False})))
+    with serving(config, members()) as platform:
+        assert service.at_due_dates() == [("demo_broken", A)]
+        assert set(platform.store.scores.get("1", {})) == {USER_IDS["demo_broken"]}, platform.store.scores
+        with Gradebook(f"sqlite:///{gradebook}") as gb:
+            gb.grant_extension(A, "demo_perfect", days=0)  # taken back: her due date has passed too
+        assert service.at_due_dates() == [("demo_perfect", A)]
+        assert set(platform.store.scores["1"]) == {USER_IDS["demo_broken"], USER_IDS["demo_perfect"]}
+        assert platform.store.scores["1"][USER_IDS["demo_perfect"]]["scoreGiven"] == EXPECTED["demo_perfect", A]
+        assert service.at_due_dates() == [], "once each"

@@ -4,11 +4,15 @@ extensions), and its result given to its student as the policy says (autograder.
 exercise's points, or the feedback page, released through the exchange; and, with the LTI login, sent to the LMS
 through `lms push` and its ledger when the policy says.
 
-It runs as the grader, in the course directory, as the class hub's service (autograder/hub/jupyterhub_config.py):
-one loop looks at inbound/ every second and grades a round of waiting hand-ins at a time, at most `jobs` at once
-(autograder.on_submit.queue says which: one per student, fairly). Every step is recorded in the queue, so a service
-started again (after a crash, `kill -9`, a restart of the hub) carries on where it stopped, and the grading ledger
-(autograder.grading.ledger) keeps any grade already committed from being made twice.
+It runs as the grader, in the course directory, as the class hub's service (autograder/hub/jupyterhub_config.py).
+Intake, a thread of its own with its own connection to the queue, looks at inbound/ every second and records each new
+hand-in with the time the exchange got it (autograder.handins.inbound.exchange_time), whatever grading is doing. The
+grading loop grades a round of waiting hand-ins at a time, at most `jobs` at once (autograder.on_submit.queue says
+which: one per student, fairly), each notebook within the policy's `budget_seconds`, past which it is graded as it
+stands (autograder.grading.job.at_submission), so one slow hand-in holds a round up for that long at most. Every
+step is recorded in the queue, so a service started again (after a crash, `kill -9`, a restart of the hub) carries
+on where it stopped, and the grading ledger (autograder.grading.ledger) keeps any grade already committed from being
+made twice.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,9 +30,10 @@ from nbgrader.api import MissingEntry
 
 from autograder.grading import autograde_process
 from autograder.grading.engine import GRADING_DIR, class_outputs, grade, gradebook
+from autograder.grading.job import at_submission
 from autograder.grading.ledger import Ledger
 from autograder.grading.lock import grading_lock
-from autograder.handins.inbound import foreign_reason, not_a_handin
+from autograder.handins.inbound import exchange_time, foreign_reason, not_a_handin
 from autograder.nbgrader_run import environment
 from autograder.on_submit.policy import SubmitPolicy, policy_for
 from autograder.on_submit.queue import HandedIn, Queue
@@ -51,7 +57,8 @@ class Service:
 
     def __init__(self, root: Path, inbound: Path, policies: dict, jobs: int = 1, lti: bool = False):
         self.root, self.inbound, self.policies, self.jobs, self.lti = root, inbound, policies, jobs, lti
-        self.queue = Queue(root / QUEUE)
+        self.queue = Queue(root / QUEUE)  # grading's, and the pages'
+        self.arrivals = Queue(root / QUEUE)  # intake's own connection: it writes while a round grades
         recovered = self.queue.recover()
         if recovered:
             log.info("%d hand-in(s) were being graded when the service stopped: they are graded now", recovered)
@@ -68,20 +75,26 @@ class Service:
             return {assignment.name for assignment in gb.assignments}
 
     def scan(self) -> list[HandedIn]:
-        """Put every new hand-in of inbound/ in the queue (anything else there is collect's to name); the new ones."""
-        known, added = self.queue.known(), []
+        """Put every new hand-in of inbound/ in the queue (anything else there is collect's to name), arrived when the
+        exchange got it: a service started after the hand-in counts its student's wait from their Submit all the
+        same. The new ones."""
+        known, added = self.arrivals.known(), []
         released = None
         for name in sorted(os.listdir(self.inbound)) if self.inbound.is_dir() else []:
             if name in known or not_a_handin(str(self.inbound / name)):
                 continue
+            try:
+                arrived = exchange_time(str(self.inbound / name))
+            except OSError:  # gone since the listing
+                continue
             student, assignment, stamp = name.rsplit("+", 3)[:3]
             released = self.released() if released is None else released
-            item = HandedIn(name, student, assignment, stamp, time.time())
+            item = HandedIn(name, student, assignment, stamp, arrived)
             if assignment not in released:
                 item.state, item.reason = "refused", f"{assignment} is not an assignment of this course"
             else:
                 self.admit(item)
-            if self.queue.add(item):
+            if self.arrivals.add(item):
                 added.append(item)
                 log.info("arrived: %s (%s)", name, item.state)
         return added
@@ -94,13 +107,13 @@ class Service:
             return
         if not self.before_due(item):
             return
-        count = self.queue.graded_count(item.student, item.assignment)
+        count = self.arrivals.graded_count(item.student, item.assignment)
         if policy.graded_hand_ins and count >= policy.graded_hand_ins:
             item.state = "held"
             item.reason = (f"you had {count} hand-in{'s' if count > 1 else ''} graded before the due date, as many as "
                            "this assignment gives: your latest hand-in is graded after the due date")
             return
-        last = self.queue.last_graded(item.student, item.assignment)
+        last = self.arrivals.last_graded(item.student, item.assignment)
         if policy.cooldown_minutes and last:
             item.not_before = last + policy.cooldown_minutes * 60
             if item.not_before > item.arrived:
@@ -131,12 +144,13 @@ class Service:
                     self.queue.update(item)
                 else:
                     gradable.append(item)
-            if gradable:
-                only = {(item.assignment, item.student) for item in gradable}
+            for budget in sorted({self.policy(item.assignment).budget_seconds for item in gradable}):
+                these = [item for item in gradable if self.policy(item.assignment).budget_seconds == budget]
+                only = {(item.assignment, item.student) for item in these}
                 outcomes = grade(self.root, sorted({a for a, _ in only}), jobs=self.jobs, show_progress=False,
-                                 only=only, report=False)
+                                 only=only, report=False, limits=at_submission(budget))
                 by_key = {(o.assignment, o.student): o for o in outcomes}
-                for item in gradable:
+                for item in these:
                     self.finish(item, by_key.get((item.assignment, item.student)))
         self.changed_since_export = True
         return taken
@@ -179,13 +193,14 @@ class Service:
             if error or not released:
                 log.warning("feedback of %s not released: %s", item.folder, error or "; ".join(by_hand) or "no page")
         if self.lti and (policy.to_lms == "each" or (policy.to_lms == "after_due" and not before)):
-            item.sent = self.to_lms(item.assignment)
+            item.sent = self.to_lms(item.assignment, [item.student])
         self.queue.update(item)
         log.info("graded: %s %s", item.folder, item.shown)
 
     def shown(self, item: HandedIn, shows: str) -> dict:
         """What `item`'s student sees: the score (written answers not graded yet, late penalty), and with "points"
-        each exercise's; with "page" that the feedback page is theirs to fetch."""
+        each exercise's; with "page" that the feedback page is theirs to fetch; with "received" only that it was
+        received and graded (`withheld`: the score comes at the due date)."""
         with gradebook(self.root) as gb:
             score = score_of(gb, item.assignment, item.student)
             exercises = {}
@@ -199,14 +214,20 @@ class Service:
                                 exercises[name] = (got + float(cell.score or 0), top + float(cell.max_score or 0))
                 except MissingEntry:
                     pass
+        if shows == "received":
+            return {"score": "", "pending": "", "reason": "", "exercises": {}, "page": False, "withheld": True}
         return {"score": score.text() if score else "", "pending": PENDING if score and score.pending else "",
                 "reason": item.reason, "exercises": {k: f"{v[0]:g}/{v[1]:g}" for k, v in exercises.items()},
                 "page": shows == "page"}
 
-    def to_lms(self, assignment: str) -> str:
-        """`python -m autograder lms push --assignment ASSIGNMENT` in the course directory, with its lms/lti.toml
-        (its ledger sends only what changed, and reads it back); its last line."""
-        result = subprocess.run([sys.executable, "-m", "autograder", "lms", "push", "--assignment", assignment],
+    def to_lms(self, assignment: str, students: list[str]) -> str:
+        """`python -m autograder lms push --assignment ASSIGNMENT --student ...` of `students` alone, in the course
+        directory, with its gradebook and lms/lti.toml (its ledger sends only what changed, and reads it back); its
+        last line."""
+        only = [option for student in students for option in ("--student", student)]
+        result = subprocess.run([sys.executable, "-m", "autograder", "lms", "push", "--assignment", assignment, *only,
+                                 "--config", str(self.root / "lms" / "lti.toml"),
+                                 "--gradebook", str(self.root / "gradebook.db")],
                                 cwd=self.root,
                                 capture_output=True, text=True, timeout=600)
         lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
@@ -217,9 +238,10 @@ class Service:
     def at_due_dates(self) -> list[tuple[str, str]]:
         """What a due date changes, once per student and assignment when it has passed (their extension included):
         a hand-in held back by the policy's count or waiting out a cooldown is graded now; the latest graded
-        hand-in's feedback page is released and shown; where the policy sends scores "after_due", the assignment's
-        scores go to the LMS, once. The (student, assignment) pairs handled."""
-        handled, pushes, now = [], set(), time.time()
+        hand-in's feedback page is released and shown (a score withheld until now shown with it, or alone where the
+        page could not be released); where the policy sends scores "after_due", that student's score goes to the LMS,
+        once, at their own due date. The (student, assignment) pairs handled."""
+        handled, pushes, now = [], {}, time.time()
         for student, assignment in self.queue.due_not_handled():
             due = due_date(self.root / "gradebook.db", assignment, student)
             if due is None or utc_now() <= due:
@@ -234,19 +256,34 @@ class Service:
                 latest = next((item for item in items if item.state == "graded"), None)
                 if latest and not json.loads(latest.shown or "{}").get("page"):
                     released, by_hand, error = release_feedback(self.root, assignment, student)
-                    if released:
-                        latest.shown = json.dumps(self.shown(latest, "page"))
+                    if released or json.loads(latest.shown or "{}").get("withheld"):
+                        latest.shown = json.dumps(self.shown(latest, "page" if released else "score"))
                         self.queue.update(latest)
-                    else:
+                    if not released:
                         log.warning("feedback of %s not released at the due date: %s", latest.folder,
                                     error or "; ".join(by_hand) or "no page")
             self.queue.due_handled(student, assignment)
             handled.append((student, assignment))
             if self.lti and policy.to_lms == "after_due":
-                pushes.add(assignment)
-        for assignment in sorted(pushes):
-            log.info("after the due date, to the LMS: %s: %s", assignment, self.to_lms(assignment))
+                pushes.setdefault(assignment, []).append(student)  # each at their own due date, never the class's
+        for assignment, students in sorted(pushes.items()):
+            log.info("after the due date, to the LMS: %s of %s: %s", assignment, ", ".join(students),
+                     self.to_lms(assignment, students))
         return handled
+
+    def without_due_date(self) -> list[str]:
+        """For the instructor, a line for each assignment with hand-ins in the queue whose policy waits for a due
+        date the gradebook does not give it: until it has one, it is always before the due date."""
+        queued = {item.assignment for item in self.queue.all()}
+        lines = []
+        with gradebook(self.root) as gb:
+            for assignment in gb.assignments:
+                waits = self.policy(assignment.name).waits_for_due_date() if assignment.name in queued else []
+                if assignment.duedate is None and waits:
+                    lines.append(f"{assignment.name} has no due date, so it is always before it: {'; '.join(waits)}. "
+                                 "Give it one in formgrader (Manage Assignments, its due date) or with `nbgrader db "
+                                 f"assignment add {assignment.name} --duedate '2026-12-18 17:00:00 Europe/London'`.")
+        return lines
 
     # --- the instructor's outputs, now and then
 
@@ -257,18 +294,29 @@ class Service:
                 class_outputs(self.root, Ledger(self.root / GRADING_DIR / "ledger.jsonl").entries(), check=False)
             self.last_export, self.changed_since_export = time.time(), False
 
-    def run(self, stop=None, pause: float = 1.0, due_every: float = 20.0) -> None:
-        """Look and grade until `stop` (a threading.Event) is set; every `due_every` seconds, the due dates."""
-        last_due = 0.0
-        while stop is None or not stop.is_set():
+    def intake(self, stop: threading.Event, pause: float = 1.0) -> None:
+        """Record each hand-in of inbound/ as it comes (scan, every `pause` seconds) until `stop` is set."""
+        while not stop.is_set():
             try:
                 self.scan()
+            except Exception:  # noqa: BLE001: one bad look never stops intake
+                log.exception("a look at inbound/ failed; the next one tries again")
+            stop.wait(pause)
+
+    def run(self, stop: threading.Event | None = None, pause: float = 1.0, due_every: float = 20.0) -> None:
+        """Intake in a thread of its own, and here grading until `stop` is set; every `due_every` seconds, the due
+        dates."""
+        stop = stop or threading.Event()
+        threading.Thread(target=self.intake, args=(stop, pause), name="intake", daemon=True).start()
+        last_due = 0.0
+        while not stop.is_set():
+            try:
                 if time.time() - last_due > due_every:
                     self.at_due_dates()
                     last_due = time.time()
                 if not self.grade_round():
                     self.export_when_quiet()
-                    time.sleep(pause)
+                    stop.wait(pause)
             except Exception:  # noqa: BLE001: one bad round never stops grading at submission
                 log.exception("a round of grading at submission failed; the next round tries again")
-                time.sleep(pause)
+                stop.wait(pause)

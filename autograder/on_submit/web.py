@@ -30,6 +30,7 @@ from autograder.handins.inbound import named_time_disagrees
 from autograder.on_submit.queue import HandedIn
 from autograder.on_submit.service import Service
 
+WITHHELD = "received and graded: your score is shown after the due date"
 STATE_WORDS = {"waiting": "waiting to be graded", "grading": "being graded", "graded": "graded",
                "refused": "could not be graded", "held": "not graded now", "superseded": "replaced by a later hand-in"}
 
@@ -42,7 +43,8 @@ def for_student(item: HandedIn) -> dict:
     """What its student may know of a hand-in."""
     shown = json.loads(item.shown) if item.shown else {}
     return {"hand_in": item.handed_in, "assignment": item.assignment, "state": item.state,
-            "words": STATE_WORDS[item.state], "score": shown.get("score", ""), "pending": shown.get("pending", ""),
+            "words": WITHHELD if shown.get("withheld") else STATE_WORDS[item.state],
+            "score": shown.get("score", ""), "pending": shown.get("pending", ""),
             "exercises": shown.get("exercises", {}), "page": shown.get("page", False),
             "reason": item.reason,
             "finished": when(item.finished), "seconds": round(item.finished - item.arrived, 1) if item.finished else None}
@@ -103,7 +105,7 @@ class Page(Base):
     def get(self):
         self.set_header("Cache-Control", "no-store")
         if self.teaches():
-            self.write(queue_page(self.service.queue.all()))
+            self.write(queue_page(self.service.queue.all(), self.service.without_due_date()))
         else:
             self.write(student_page(self.name(), [for_student(item) for item in self.service.queue.all(self.name())],
                                     self.settings["prefix"]))
@@ -156,20 +158,30 @@ def arrival(item: HandedIn) -> str:
     return f'{shown}<br><span class="named">{html.escape(disagreement)}</span>' if disagreement else shown
 
 
-def queue_page(items: list[HandedIn]) -> str:
+def instructors_score(item: HandedIn) -> str:
+    """A hand-in's score as the instructor reads it on the queue page, also while its student sees none yet."""
+    shown = json.loads(item.shown) if item.shown else {}
+    if shown.get("withheld") and item.score is not None:
+        return f"{item.score:g}/{item.max_score or 0:g} (shown to the student after the due date)"
+    return str(shown.get("score", ""))
+
+
+def queue_page(items: list[HandedIn], notes: list[str] = ()) -> str:
+    """The whole queue, for the instructors; `notes`: lines above it (an assignment that waits for a due date)."""
     counts = {state: sum(1 for item in items if item.state == state) for state in STATE_WORDS}
     rows = "".join(
         f'<tr class="{html.escape(item.state)}"><td>{html.escape(item.student)}</td>'
         f"<td>{html.escape(item.assignment)}</td><td>{arrival(item)}</td>"
         f"<td>{html.escape(item.state)}</td>"
-        f"<td>{html.escape(str(json.loads(item.shown).get('score', '')) if item.shown else '')}</td>"
+        f"<td>{html.escape(instructors_score(item))}</td>"
         f"<td>{html.escape(item.reason)}</td><td>{round(item.waited, 1)} s</td></tr>" for item in items)
     summary = ", ".join(f"{count} {state}" for state, count in counts.items() if count) or "nothing yet"
     busy = counts["waiting"] or counts["grading"]
     return ("<!doctype html><html><head><meta charset='utf-8'>"
             + ('<meta http-equiv="refresh" content="5">' if busy else "")
             + f"<title>Grading at submission</title><style>{STYLE}</style></head><body>"
-            f"<h1>Grading at submission</h1><p>{summary}, at {when(time.time())}</p><table><tr><th>student</th>"
+            f"<h1>Grading at submission</h1><p>{summary}, at {when(time.time())}</p>"
+            + "".join(f'<p class="named">{html.escape(note)}</p>' for note in notes) + "<table><tr><th>student</th>"
             "<th>assignment</th><th>arrived</th><th>state</th><th>score</th><th>reason</th><th>submit to done</th>"
             f"</tr>{rows}</table></body></html>")
 

@@ -26,8 +26,10 @@ function remember(keys) {
 function notice(app, prefix, item) {
   let message, type;
   if (item.state === 'graded') {
-    // the score says "written answers not graded yet" where it is so; the reason, why it scored less (a time-out)
-    message = `${item.assignment}, handed in ${item.hand_in}: ${item.score}` + (item.reason ? `: ${item.reason}` : '');
+    // the score says "written answers not graded yet" where it is so; the reason, why it scored less (a time-out);
+    // where the policy keeps the score until the due date, the words say so
+    message = `${item.assignment}, handed in ${item.hand_in}: ${item.score || item.words}` +
+      (item.reason ? `: ${item.reason}` : '');
     type = 'success';
   } else if (item.state === 'refused') {
     message = `${item.assignment}, handed in ${item.hand_in}, could not be graded: ${item.reason}`;
