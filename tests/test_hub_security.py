@@ -196,7 +196,8 @@ def test_a_student_cannot_hand_in_as_someone_else(hub, bob, ada_handed_in):
     would replace it), and one of his own whose notebook is a link to the grader's source notebook (the grader's
     collect would copy the solution in), and a file that is no hand-in. Plain nbgrader collects both hand-ins; the
     hub's collect, from the command and from formgrader's Collect button, takes Ada's own hand-in and neither of Bob's,
-    and names all three to the instructor (each time: what it refused stays in inbound/)."""
+    and names all three to the instructor (the hand-ins it refused each time: they stay in inbound/; the file it
+    removes the first time)."""
     inbound = ada_handed_in.parent
     ada_time = (ada_handed_in / "timestamp.txt").read_text()
     later = f"{int(ada_time[:4]) + 1}{ada_time[4:]}"
@@ -241,7 +242,7 @@ def test_a_student_cannot_hand_in_as_someone_else(hub, bob, ada_handed_in):
     assert answer.status_code == 200 and answer.json()["success"], answer.text
     assert f"Not collected: inbound/{forged}" in answer.json()["log"], answer.json()["log"]
     assert f"Not collected: inbound/{linked}" in answer.json()["log"], answer.json()["log"]
-    assert dropped in answer.json()["log"], answer.json()["log"]
+    assert not (inbound / "notes.txt").exists(), "the collect before left what is no hand-in (test_hub_exchange.py)"
     assert _collected(hub) == {ADA: ada_own}
 
 

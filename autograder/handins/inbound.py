@@ -1,10 +1,12 @@
-"""What is in the exchange's inbound/: a hand-in or not, and whose. nbgrader's exchange lets every account write
-there, so a folder's name says whose hand-in it claims to be, and only its owner and contents say whether it is.
-The class hub's collect (autograder.hub.owned_collect) and grading at submission (autograder.on_submit) both ask."""
+"""What is in the exchange's inbound/: a hand-in or not, whose, and of when. nbgrader's exchange lets every account
+write there, so a folder's name says whose hand-in it claims to be, and of when, and only its owner and contents say
+whether it is, and the kernel's change times when it came. The class hub's collect (autograder.hub.owned_collect) and
+grading at submission (autograder.on_submit) both ask; collect also clears away what is no hand-in."""
 from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import stat
 from datetime import datetime, timezone
 
@@ -55,13 +57,29 @@ def foreign_reason(folder: str, student: str) -> str | None:
     return None
 
 
-def exchange_time(path: str, first_seen: float | None = None) -> float:
-    """When the hand-in `path` arrived, as the exchange knows it (epoch seconds): the earlier of when the hub first
-    saw it (`first_seen`, the grading service's record) and its folder's last change of status (ctime), which the
-    kernel keeps and no process can set back. Never the time in its name or its timestamp.txt, which the student's
-    own process writes."""
-    changed = os.lstat(path).st_ctime
-    return min(changed, first_seen) if first_seen else changed
+def exchange_time(path: str) -> float:
+    """When the hand-in `path` took the form it has now, as the exchange knows it (epoch seconds): the latest change
+    of status (ctime) of its folder and of everything in it, which the kernel keeps and no process can set back.
+    Never the time in its name or its timestamp.txt, which the student's own process writes; nor the folder's ctime
+    alone, which writing into a file it holds leaves as it was (a hand-in made before the due date, its notebook
+    rewritten after it, is a hand-in of when it was rewritten). An honest hand-in's time is when its copy ended."""
+    latest = os.lstat(path).st_ctime
+    for parent, folders, files in os.walk(path):
+        for name in folders + files:
+            try:
+                latest = max(latest, os.lstat(os.path.join(parent, name)).st_ctime)
+            except FileNotFoundError:  # gone since it was listed: the folder's own change says when
+                pass
+    return max(latest, os.lstat(path).st_ctime)
+
+
+def changed_after_seen(arrived: float, first_seen: float | None) -> str | None:
+    """What is wrong with a hand-in whose exchange time is `arrived` and which the hub first saw at `first_seen` (the
+    grading service's record), in words for the instructor; None when it did not change after the hub saw it."""
+    if first_seen is None or arrived <= first_seen + NAMED_TIME_SLACK:
+        return None
+    return (f"it changed at {as_nbgrader_time(arrived)}, after the hub first saw it ({as_nbgrader_time(first_seen)}): "
+            "its time is that of its last change")
 
 
 def as_nbgrader_time(seconds: float) -> str:
@@ -81,3 +99,42 @@ def named_time_disagrees(folder_name: str, arrived: float) -> str | None:
     if named < arrived - NAMED_TIME_SLACK:
         return f"its name says {as_nbgrader_time(named)}, earlier than it arrived ({as_nbgrader_time(arrived)})"
     return None
+
+
+SET_ASIDE = ".set-aside-"  # how collect renames, in inbound/ itself, what is no hand-in and cannot be removed
+
+
+def owner_of(path: str) -> str:
+    """The name of the account that owns the entry `path` (not following a link)."""
+    uid = os.lstat(path).st_uid
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"account number {uid}"
+
+
+def clear_away(path: str) -> str | None:
+    """Take the entry `path` of inbound/, which is no hand-in, out of the way: removed where the collecting account
+    may remove it (the owner of a sticky inbound/ may unlink any entry, and empty any folder it may write); a folder
+    it cannot empty (another account's, which that account alone may change) renamed within inbound/ to a SET_ASIDE
+    name: the sticky bit lets inbound/'s owner rename any entry, and Linux moves a folder to another parent only for
+    an account that may write in that folder. The new path when set aside, None when removed; an OSError when it
+    could do neither. An entry already set aside is left as it is (its path)."""
+    name = os.path.basename(path)
+    if name.startswith(SET_ASIDE):
+        return path
+    if os.path.islink(path) or not os.path.isdir(path):
+        os.unlink(path)
+        return None
+    try:
+        shutil.rmtree(path)  # never follows a link inside
+        return None
+    except OSError:
+        pass
+    stem = os.path.join(os.path.dirname(path), SET_ASIDE + name.replace("+", "-")[:200])
+    aside, count = stem, 1
+    while os.path.lexists(aside):
+        count += 1
+        aside = f"{stem}-{count}"
+    os.rename(path, aside)
+    return aside

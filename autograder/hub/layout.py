@@ -59,15 +59,17 @@ def lay_out(settings: HubSettings) -> None:
 
 def _grader_owns_the_exchange(settings: HubSettings) -> None:
     """The course's folders in the exchange belong to the grader, who collects and releases feedback there (nbgrader
-    expects them to be the releasing instructor's). release_assignment ran as root, and inbound/ (0733) may be listed
-    by its owner alone: collect, formgrader's Collect button too, said "You don't have read permissions". The
-    hand-ins in inbound/ stay their students'."""
+    expects them to be the releasing instructor's); made here when missing, before the grader's release. inbound/
+    (3733) is the grader's and of the grader's own group, which no student has, with the setgid and sticky bits: every
+    hand-in made there gets that group, which the students' submit (course.private_submit) lets read it and nobody
+    else; only its student or the grader may rename or remove it; and only its owner may list inbound/ (collect and
+    formgrader's Collect button run as the grader). The hand-ins in inbound/ stay their students' and as they are:
+    a change of their modes would change their time (autograder.handins.inbound.exchange_time)."""
     course = settings.exchange / settings.course_id
-    if not course.is_dir():
-        return
     for folder in (course, course / "inbound"):
-        if folder.is_dir():
-            shutil.chown(folder, settings.grader, settings.grader)
+        folder.mkdir(mode=0o755, exist_ok=True)
+        shutil.chown(folder, settings.grader, settings.grader)
+    (course / "inbound").chmod(0o3733)
     if (course / "outbound").is_dir():
         own_tree(course / "outbound", settings.grader)
 
@@ -123,9 +125,11 @@ def write_jupyter_settings(settings: HubSettings) -> None:
     for folder in (student / "labconfig", grader / "labconfig"):
         folder.mkdir(parents=True, exist_ok=True)
     # A student's server knows their courses from the hub's groups (nbgrader-<course>), and offers no instructor tool.
+    # Submit (the Assignment List and the command) leaves a hand-in only its student and the grader can reach.
     (student / "nbgrader_config.py").write_text(_nbgrader_config(
         settings, "from nbgrader.auth import JupyterHubAuthPlugin",
-        "c.Authenticator.plugin_class = JupyterHubAuthPlugin"))
+        "c.Authenticator.plugin_class = JupyterHubAuthPlugin",
+        "c.ExchangeFactory.submit = 'course.private_submit.PrivateSubmit'"))
     _write_json(student / "jupyter_server_config.json", {"ServerApp": {
         "jpserver_extensions": {"nbgrader.server_extensions.formgrader": False},
         "terminado_settings": {"shell_command": _terminal(student / "bashrc")}}})
@@ -140,10 +144,15 @@ def write_jupyter_settings(settings: HubSettings) -> None:
     # Collect (the command and formgrader's button) takes a hand-in only from the account it is named for.
     (grader / "nbgrader_config.py").write_text(_nbgrader_config(
         settings, f"c.CourseDirectory.course_id = {settings.course_id!r}",
-        "c.ExchangeFactory.collect = 'autograder.hub.owned_collect.OwnedCollect'"))
+        "c.ExchangeFactory.collect = 'autograder.hub.owned_collect.OwnedCollect'",
+        # What a student wrote renders inert in formgrader's views and the feedback pages (autograder.hub.inert).
+        "c.HTMLExporter.sanitize_html = True",
+        "c.HTMLExporter.filters = {'clean_html': 'autograder.hub.inert.clean_html', "
+        "'strip_files_prefix': 'autograder.hub.inert.strip_files_prefix'}"))
     _write_json(grader / "jupyter_server_config.json", {"ServerApp": {
         "jpserver_extensions": {"nbgrader.server_extensions.assignment_list": False,
-                                "nbgrader.server_extensions.course_list": False},
+                                "nbgrader.server_extensions.course_list": False,
+                                "autograder.hub.inert": True},  # formgrader's pages run formgrader's scripts only
         "terminado_settings": {"shell_command": _terminal(grader / "bashrc")}}})
     (grader / "bashrc").write_text(_bashrc(settings, grading=True))
     _write_json(grader / "labconfig" / "page_config.json", {"disabledExtensions": {

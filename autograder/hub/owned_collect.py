@@ -7,29 +7,43 @@ read (the grader's collect copies what the link points to). Plain nbgrader only 
 log (`CollectApp.check_owner`), and still collects it.
 
 `OwnedCollect` keeps a hand-in only when its folder and everything in it belong to the named student's Unix account
-and nothing in it is a link; it picks each student's newest such hand-in, and tells the instructor of every other one
-(in `nbgrader collect`'s output and in formgrader's Collect dialog), and of everything else left in `inbound/` that
-is no hand-in at all (a file, a link, a folder not named as nbgrader names a hand-in): none of it is ever collected.
-A hand-in is copied into a hidden folder beside its place in `submitted/` and moved there only once it is whole, so
-a copy that fails part-way leaves the copy collected before it as it was; the collect then exits with an error
-that names it. Everything else is nbgrader's collect as its own tests promise it (tests/test_nbgrader_upstream.py
-runs them against this class and lists the deliberate differences). The class hub's grader config sets it:
-`c.ExchangeFactory.collect = "autograder.hub.owned_collect.OwnedCollect"`.
+and nothing in it is a link, and tells the instructor of every other one (in `nbgrader collect`'s output and in
+formgrader's Collect dialog). The time of a hand-in is the exchange's (autograder.handins.inbound.exchange_time: when
+the kernel last saw it or anything in it change), never the one in its name or its timestamp.txt, which the
+student's own process writes: each student's newest hand-in, and with `--before-duedate` the newest before the due
+date, is chosen by it; the collected copy's timestamp.txt, which autograde reads for the late penalty, says it; and
+where the name's time disagrees, or the hand-in changed after the hub first saw it (the grading service's queue,
+read-only), the instructor is told. Everything else in `inbound/` (a file, a link, a folder not named as nbgrader
+names a hand-in) is never collected: it is removed, or, a folder the grader may not empty, renamed aside within
+inbound/, and named with its owner. A hand-in is copied into a hidden folder beside its place in `submitted/` and
+moved there only once it is whole, so a copy that fails part-way leaves the copy collected before it as it was; the
+collect then exits with an error that names it. Everything else is nbgrader's collect as its own tests promise it
+(tests/test_nbgrader_upstream.py runs them against this class and lists the deliberate differences). The class hub's
+grader config sets it: `c.ExchangeFactory.collect = "autograder.hub.owned_collect.OwnedCollect"`.
 """
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import pwd
 import shutil
+import sqlite3
 import stat
 import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.utils import check_mode, ignore_patterns
 
-from autograder.handins.inbound import HANDIN_NAME, foreign_reason, not_a_handin
+from autograder.handins.inbound import (HANDIN_NAME, as_nbgrader_time, changed_after_seen, clear_away, exchange_time,
+                                       foreign_reason, named_time_disagrees, not_a_handin, owner_of)
+
+# The grading service's queue in the course directory (autograder.on_submit.service.QUEUE, whose import loads the
+# grading engine: tests/test_hub_exchange.py keeps the two the same): when the hub first saw each hand-in.
+QUEUE = Path("on-submit") / "queue.sqlite"
 
 class NotTheirs(OSError):
     """A file of a hand-in that is not the named student's own, found while it is copied."""
@@ -70,17 +84,19 @@ class OwnedCollect(ExchangeCollect):
         if not check_mode(self.inbound_path, read=True, execute=True):
             self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
         pattern = f"{self.coursedir.student_id or '*'}+{self.coursedir.assignment_id}+*"
+        first_seen = self._first_sights()
         records = []
         for name in sorted(os.listdir(self.inbound_path)):
             path = os.path.join(self.inbound_path, name)
             reason = not_a_handin(path)
             if reason is not None:
-                self.log.warning("Not collected: inbound/%s is no hand-in: %s. nbgrader submit hands in a folder "
-                                 "named %s; nothing else in inbound/ is ever collected.", name, reason, HANDIN_NAME)
+                self._clear_away(name, reason)
             elif fnmatch.fnmatchcase(name, pattern):
                 record = self._path_to_record(path)
                 reason = foreign_reason(path, record["username"])
                 if reason is None:
+                    record["arrived"] = self._exchange_time(name, first_seen.get(name))
+                    record["timestamp"] = _naive_utc(record["arrived"])
                     records.append(record)
                 else:
                     self.log.warning("Not collected: inbound/%s is named for %s, but %s. A hand-in counts only when "
@@ -98,6 +114,54 @@ class OwnedCollect(ExchangeCollect):
                 in_time = [h for h in handins if h["timestamp"] <= self.duedate]
                 handins = in_time or handins
             self.src_records.append(handins[0])
+
+    def _exchange_time(self, name: str, first_seen: float | None) -> float:
+        """The time of the hand-in inbound/`name` (autograder.handins.inbound.exchange_time, epoch seconds); where its
+        name's time disagrees, or it changed after the hub first saw it, the instructor is told."""
+        arrived = exchange_time(os.path.join(self.inbound_path, name))
+        wrong = changed_after_seen(arrived, first_seen) or named_time_disagrees(name, arrived)
+        if wrong:
+            self.log.warning("Time of inbound/%s: %s. Its time is the exchange's, %s, never one its student's own "
+                             "process wrote: collect takes the newest hand-in by it, and the copy's timestamp.txt in "
+                             "submitted/ (so the late penalty) says it.", name, wrong, as_nbgrader_time(arrived))
+        return arrived
+
+    def _first_sights(self) -> dict[str, float]:
+        """When the hub first saw each hand-in of inbound/ (epoch seconds), as grading at submission recorded it in
+        its queue, opened read-only; {} where the course has no queue (no grading at submission)."""
+        path = Path(self.coursedir.root) / QUEUE
+        if not path.is_file():
+            return {}
+        try:
+            with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=30)) as db:
+                return {folder: arrived for folder, arrived in db.execute("SELECT folder, arrived FROM handins")}
+        except sqlite3.Error as error:
+            self.log.warning("The grading service's queue (%s) could not be read (%s): each hand-in's time is its "
+                             "folder's alone.", path, error)
+            return {}
+
+    def _clear_away(self, name: str, reason: str) -> None:
+        """inbound/`name`, which is no hand-in, removed or set aside (autograder.handins.inbound.clear_away), and named
+        to the instructor."""
+        path = os.path.join(self.inbound_path, name)
+        try:
+            owner = owner_of(path)
+            aside = clear_away(path)
+        except FileNotFoundError:  # its owner took it away since inbound/ was listed
+            return
+        except OSError as error:
+            done = f"It could not be removed ({error}): look at it"
+        else:
+            if aside is None:
+                done = f"It was {owner}'s and is removed"
+            elif aside == path:
+                done = (f"It is {owner}'s, set aside by an earlier collect: only {owner} or root can remove it "
+                        f"(sudo rm -r '{path}')")
+            else:
+                done = (f"It is {owner}'s and the grader cannot empty it: set aside as inbound/"
+                        f"{os.path.basename(aside)}; only {owner} or root can remove it (sudo rm -r '{aside}')")
+        self.log.warning("Not collected: inbound/%s is no hand-in: %s. %s. nbgrader submit hands in a folder named %s; "
+                         "nothing else in inbound/ is ever collected.", name, reason, done, HANDIN_NAME)
 
     def copy_files(self):
         """nbgrader's copy_files (which hand-in replaces which, and what it logs), each hand-in copied whole beside its
@@ -129,6 +193,7 @@ class OwnedCollect(ExchangeCollect):
             copy, before = os.path.join(staging, "copy"), os.path.join(staging, "before")
             try:
                 self.do_copy(src_path, copy)
+                self._stamp(record, copy)
                 if updating:
                     os.rename(dest_path, before)
                 os.rename(copy, dest_path)
@@ -145,6 +210,17 @@ class OwnedCollect(ExchangeCollect):
         if failed:
             self.fail(f"{len(failed)} hand-in{'s' if len(failed) > 1 else ''} not collected, each named above: "
                       f"{', '.join(failed)}")
+
+    def _stamp(self, record: dict, copy: str) -> None:
+        """The copy's timestamp.txt, which nbgrader autograde reads for the late penalty, says the exchange's time of
+        the hand-in (measured again once it is copied: a change during the copy makes it later)."""
+        arrived = exchange_time(os.path.join(self.inbound_path, record["filename"]))
+        if arrived != record["arrived"]:
+            self.log.warning("Time of inbound/%s: it changed while it was collected; its time is now %s.",
+                             record["filename"], as_nbgrader_time(arrived))
+            record["arrived"], record["timestamp"] = arrived, _naive_utc(arrived)
+        with open(os.path.join(copy, "timestamp.txt"), "w") as stamp:
+            stamp.write(as_nbgrader_time(arrived))
 
     def do_copy(self, src, dest, log=None):
         """nbgrader's copy of a hand-in (its size limit, ignored files, groupshared modes), each file opened without
@@ -177,3 +253,8 @@ class OwnedCollect(ExchangeCollect):
                 os.chmod(path, (mode | bits) & mask)
             except PermissionError:
                 self.log.warning("Could not update permissions of %s to make it groupshared", path)
+
+
+def _naive_utc(seconds: float) -> datetime:
+    """An epoch time as nbgrader compares times (naive UTC), to the microsecond its timestamp.txt keeps."""
+    return datetime.fromtimestamp(seconds, timezone.utc).replace(tzinfo=None)

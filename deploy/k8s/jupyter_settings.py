@@ -3,6 +3,11 @@ one-machine hub (autograder/hub/layout.py), with the exchange where config.yaml 
 a stage of its own and copies the students' settings into the singleuser image and the grader's into the grader image:
 
     python deploy/k8s/jupyter_settings.py OUT     # writes OUT/etc/student/ and OUT/etc/grader/
+
+The students' settings select the hub's submit (course.private_submit, in the student package the singleuser image
+installs): a hand-in 0750, its files 0640, read by the grader through its group. That keeps classmates out only where
+the hand-in's group is one no student has: the one-machine hub makes inbound/ the grader's own group's, 3733
+(autograder/hub/layout.py); on Kubernetes every pod runs with the group 100 unless formgrader's is given its own.
 """
 from __future__ import annotations
 
