@@ -43,7 +43,7 @@ def pytest_report_header(config):
 collect_ignore = ["upstream_ltiauthenticator"]
 
 SLOWEST_FIRST = ["test_wild_corpus", "test_adversarial", "test_term", "test_hub*", "test_on_submit", "test_mutants", "test_handin_links",
-                 "test_one_number", "test_source_notebooks", "test_every_cpu", "test_cluster", "test_grading",
+                 "test_one_number", "test_rewritten_answers", "test_source_notebooks", "test_every_cpu", "test_cluster", "test_grading",
                  "test_exchange_handins", "test_guides", "test_lms_collect", "test_feedback_page", "test_demo_class",
                  "test_release"]
 
