@@ -49,11 +49,7 @@ def foreign_reason(folder: str, student: str) -> str | None:
         if stat.S_ISLNK(info.st_mode):
             return f"{shown} is a link (to {os.readlink(path)})"
         if info.st_uid != uid:
-            try:
-                owner = pwd.getpwuid(info.st_uid).pw_name
-            except KeyError:
-                owner = f"account number {info.st_uid}"
-            return f"{shown} belongs to {owner}"
+            return f"{shown} belongs to {owner_of(path)}"
     return None
 
 
