@@ -85,9 +85,13 @@ def starts_background_processes(nb):  # three detached sleepers (a bounded numbe
 
 
 def forks_natively_past_the_guard(nb):  # C-level fork and exec: no Python audit event sees them
+    # PyDLL, not CDLL: a CDLL call lets go of the GIL, so a fork could copy it held by one of the kernel's other
+    # threads, and that child would hang before its setsid, in the kernel's process group, which jupyter_client
+    # kills at shutdown: the count of processes left running would be 1 to 3 by chance. Holding the GIL through
+    # the fork, every child reaches its exec, as a careful attacker's would.
     _solution(nb).source += (
         "\n\nimport ctypes, sys\n"
-        "libc = ctypes.CDLL(None)\n"
+        "libc = ctypes.PyDLL(None)\n"
         "for _ in range(3):\n"
         "    if libc.fork() == 0:\n"
         "        libc.setsid()\n"

@@ -4,7 +4,6 @@ the same cell, a notebook that imports a module handed in beside it too; the adv
 a worker; a worker killed mid-run loses no grade; an address where nothing listens fails at once with what to do."""
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -222,9 +221,7 @@ ATTACKS = ["calls_the_reference", "reads_the_gradebook", "writes_into_another_st
 REASONS = {"calls_the_reference": "tried to read the grader's files", "reads_the_gradebook": "gradebook.db",
            "writes_into_another_students_folder": "tried to write outside its own folder",
            "uses_the_network": "tried to use the network", "patches_allclose": "reassigns `torch.allclose`",
-           # how many of its three were still there to end varied on a worker (1 once, where the local run ends 3):
-           # the box ends them all with its init either way (tests/test_box.py), the count is what it reports
-           "forks_natively_past_the_guard": " process(es) the graded notebook left running",
+           "forks_natively_past_the_guard": "ended 3 process(es) the graded notebook left running",
            "points_changed_to_100": "from 1 to 100; restored", "invalid_json": "is not valid JSON"}
 
 
@@ -249,7 +246,6 @@ def test_the_adversarial_class_gains_nothing_through_a_worker(cluster, demo_clas
         assert scores[attack][1] == 9 and scores[attack][0] <= 6, (attack, scores[attack])
         assert reasons.get(attack), f"{attack} has no reason for the instructor"
         assert REASONS.get(attack, "") in reasons[attack], (attack, reasons[attack])
-    assert re.search(r"ended [123] process\(es\)", reasons["forks_natively_past_the_guard"]), reasons
     assert scores["patches_allclose"] == (4, 9) and scores["redefines_the_checks"] == (5, 9), scores
     assert scores["points_changed_to_100"] == scores["renamed_notebook"] == (6, 9), scores
     left = [p for w in cluster.workers for p in psutil.Process(w.pid).children(recursive=True)
