@@ -1,6 +1,7 @@
 """The benchmarks measure what the notebooks run: their configurations are the notebooks' own."""
 import ast
 import importlib.util
+import math
 import sys
 
 import nbformat
@@ -63,14 +64,12 @@ def _device_branches(tree: ast.Module) -> dict[str, dict]:
 
 
 def test_shakespeare_bench_trains_the_notebooks_configuration_for_each_device():
-    bench = _bench("shakespeare")
+    """The notebook's training cell trains with the student's train_model, in the configurations bench/shakespeare.py
+    keeps (model, batch, rate, weight decay) and with the schedule bench/training_loop.py trains the CPU run with."""
+    bench, loop = _bench("shakespeare"), _bench("training_loop")
     train = _cell("07_shakespeare", "train_run")
     branches = _device_branches(train)
-    assert (branches["cpu"]["STEPS"], branches["cpu"]["MINUTES"]) == (bench.CPU_STEPS, None), \
-        "a CPU trains for the steps bench/README.md measures, with no time limit"
-    assert branches["cuda"]["MINUTES"] == bench.GPU_MINUTES
-    assert _keyword(train, "train_language_model", "max_steps") == "STEPS"
-    assert _keyword(train, "train_language_model", "minutes") == "MINUTES"
+    assert branches["cpu"]["STEPS"] == bench.CPU_STEPS, "a CPU trains for the steps bench/README.md measures"
     for kind, values in branches.items():
         settings = bench.SETTINGS[kind]
         config = {name: values.get(value, value) if isinstance(value, str) else value  # DROPOUT -> its value
@@ -78,8 +77,14 @@ def test_shakespeare_bench_trains_the_notebooks_configuration_for_each_device():
         assert config == {**settings["config"], "max_len": "SEQ_LEN"}, kind
         assert (values["BATCH"], values["LR"], values["WEIGHT_DECAY"]) == \
             (settings["batch"], settings["lr"], settings["weight_decay"]), kind
-    for keyword, name in (("batch_size", "BATCH"), ("lr", "LR"), ("weight_decay", "WEIGHT_DECAY")):
-        assert _keyword(train, "train_language_model", keyword) == name, "the notebook trains with the values it states"
+    for keyword, name in (("batch_size", "BATCH"), ("max_lr", "LR"), ("weight_decay", "WEIGHT_DECAY"),
+                          ("warmup_steps", "WARMUP"), ("max_grad_norm", "CLIP"), ("eval_windows", "EVAL_WINDOWS")):
+        assert _keyword(train, "train_model", keyword) == name, "the notebook trains with the values it states"
+    first = _first_values(train)
+    cpu = branches["cpu"]
+    assert loop.TRAINING == dict(batch_size=cpu["BATCH"], max_lr=cpu["LR"], warmup_steps=first["WARMUP"],
+                                 weight_decay=cpu["WEIGHT_DECAY"], max_grad_norm=first["CLIP"], eval_every=100,
+                                 eval_windows=first["EVAL_WINDOWS"]), "bench/training_loop.py trains as the notebook"
     assert (bench.CONFIG, bench.BATCH, bench.LR) == (bench.SETTINGS["cpu"]["config"], 16, 3e-3), \
         "the CPU configuration is the course's original one, measured in bench/README.md"
     assert _first_values(_cell("07_shakespeare", "baselines_run"))["SEQ_LEN"] == bench.SEQ_LEN
@@ -256,7 +261,8 @@ def test_the_overfitting_bench_runs_the_notebooks_experiment():
     for name, value in bench.MODEL.items():
         assert _keyword(cell, "DecoderOnlyTransformer", name) == value, name
     for name, value in bench.TRAINING.items():
-        assert _keyword(cell, "train_language_model", name) == {"max_steps": "EXPERIMENT_STEPS"}.get(name, value), name
+        assert _keyword(cell, "train_model", name) == value, name
+    assert _keyword(cell, "train_model", "weight_decay") == "weight_decay"
 
 
 def _prose(assignment: str, grade_id: str) -> str:
@@ -269,7 +275,7 @@ def _issue_49_tables() -> list[list[dict]]:
     """bench/README.md's issue-49 section: its tables, each a list of rows {column: cell}, bold marks taken out."""
     text = (ROOT / "bench" / "README.md").read_text()
     section = text[text.index("### The notebooks' clocks on one thread and on a shared machine (issue 49"):]
-    section = section[:section.index("\n## ")]
+    section = section[:section.index("\n## ")].split("\n### The student's training loop")[0]
     tables, lines = [], section.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("| ---"):
@@ -281,6 +287,17 @@ def _issue_49_tables() -> list[list[dict]]:
                 rows.append(dict(zip(header, (c.strip().replace("**", "") for c in row.strip("|").split("|")))))
             tables.append(rows)
     return tables
+
+
+def _training_loop_table() -> list[dict]:
+    """The rows of bench/README.md's table under "The student's training loop"."""
+    text = (ROOT / "bench" / "README.md").read_text().split("### The student's training loop", 1)[1].split("\n#")[0]
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = []
+    for line in lines[2:]:
+        rows.append(dict(zip(header, (c.strip() for c in line.strip("|").split("|")))))
+    return rows
 
 
 def test_the_times_the_notebooks_promise_are_the_ones_bench_measured():
@@ -310,17 +327,13 @@ def test_the_times_the_notebooks_promise_are_the_ones_bench_measured():
     assert "about 10 minutes with two cores to itself, and over an hour on a busy shared machine" in intro
     trained = [float(re.search(r"training ([\d.]+) min", r["training cell"]).group(1)) for r in (alone, shared)]
     assert trained[1] > 60 and "from about ten minutes to an hour" not in intro
-    assert (f"took {round(trained[0])} minutes on one thread and {round(trained[1])} on PyTorch's default two, and "
-            f"scored {float(alone['validation loss, all windows']):.2f} and "
-            f"{float(shared['validation loss, all windows']):.2f}, where their estimates had said "
-            f"{alone['the estimate after 20 steps'].split()[0]} and {shared['the estimate after 20 steps'].split()[0]} "
-            f"minutes") in text
-    busy = next(r for r in threads if r["notebook"] == "07")
-    one, two = (float(busy[k].split()[0]) for k in ("1 thread", "2 threads"))
-    low, high = (round(float(x)) for x in busy["load"].split(" to "))
-    assert (f"At a load of {low} to {high} this model trained at {one:.2f} steps a second on one thread and {two:.2f} "
-            f"on two: {round(600 / one / 60)} minutes for the 600 steps against more than an hour") in text
-    assert 600 / two > 3600
+    (loop,) = _training_loop_table()  # the run with the student's own loop (issue 60)
+    score = float(loop["validation loss, all windows"])
+    assert (f"scored {score:.2f} nats per token on all the validation windows (perplexity about "
+            f"{round(math.exp(score))}, against the bigram's 77)") in text
+    assert (f"It took {round(float(loop['training'].split()[0]))} minutes on one thread of a 2-core machine at a load "
+            f"of {loop['load']}") in text
+    assert "took 37 minutes on one thread" not in text and "estimates had said" not in text
 
     text = _prose("07_shakespeare", "overfitting_experiment_text")
     minutes = [number(r["overfitting experiment (its two estimates)"], "min") for r in notebooks if r["notebook"] == "07"

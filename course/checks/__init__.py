@@ -40,14 +40,20 @@ from course.checks.reversal import (
 from course.checks.shakespeare import (
     check_chunk,
     check_evaluate,
+    check_learning_rate,
+    check_parameter_groups,
     check_sample,
     check_tokenize,
+    check_train_model,
     check_train_val_split,
     check_vocab,
     written_chunk,
     written_evaluate,
+    written_learning_rate,
+    written_parameter_groups,
     written_sample,
     written_tokenize,
+    written_train_model,
     written_train_val_split,
     written_vocab,
 )
@@ -79,4 +85,6 @@ __all__ = [
     "check_tokenize", "check_vocab", "check_chunk", "check_train_val_split", "check_evaluate", "check_sample",
     "written_tokenize", "written_vocab", "written_chunk", "written_train_val_split", "written_evaluate",
     "written_sample",
+    "check_parameter_groups", "check_learning_rate", "check_train_model",
+    "written_parameter_groups", "written_learning_rate", "written_train_model",
 ]

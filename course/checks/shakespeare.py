@@ -1,9 +1,11 @@
-"""Visible checks for notebook 07: `tokenize`, `Vocab`, `chunk`, `train_val_split`, `evaluate`, `sample`."""
+"""Visible checks for notebook 07: `tokenize`, `Vocab`, `chunk`, `train_val_split`, `evaluate`, `sample`, and the
+training loop: `parameter_groups`, `learning_rate`, `train_model`."""
 from __future__ import annotations
 
 import math
 
 import torch
+from torch import nn
 
 from course.checks.compare import expect_tensor, known_mistake
 from course.checks.report import assert_written, fail, run_steps
@@ -452,6 +454,303 @@ def _check_sample(sample) -> None:
     run_steps("sample", steps)
 
 
+# ---------------------------------------------------------------- the training loop: parameter_groups, learning_rate, train_model
+
+class TinyLanguageModel(nn.Module):
+    """A small real language model for trying training code: logits = lm_head(norm(embed(tokens))), so each
+    prediction reads only its own token (a bigram model). Its parameters are of the kinds a Transformer has: an
+    embedding table and a weight matrix (2-D), a LayerNorm's weight and bias and a linear layer's bias (1-D). It keeps
+    a record of each call: (training mode, gradients on, the tokens)."""
+
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.norm = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=True)
+        self.calls: list[tuple[bool, bool, torch.Tensor]] = []
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens (B, T) -> logits (B, T, vocab_size)."""
+        self.calls.append((self.training, torch.is_grad_enabled(), tokens.detach().cpu()))
+        return self.lm_head(self.norm(self.embed(tokens)))
+
+
+def tiny_model(state: dict, device=torch.device("cpu"), dtype=torch.float64) -> TinyLanguageModel:
+    """A TinyLanguageModel with the weights `state` (a state_dict), on `device` in `dtype`."""
+    vocab_size, d_model = state["embed.weight"].shape
+    model = TinyLanguageModel(vocab_size, d_model)
+    model.load_state_dict(state)
+    return model.to(device, dtype)
+
+
+def group_names(groups, model: nn.Module) -> tuple[list[str], list[str]] | str:
+    """The names of the parameters in a decayed group and in an undecayed one, in model.parameters() order; a string
+    that says what is wrong when `groups` is not a list of parameter groups."""
+    if not isinstance(groups, (list, tuple)) or not all(isinstance(g, dict) and "params" in g for g in groups):
+        return (f"parameter_groups should return a list of dicts, each with \"params\" and \"weight_decay\", but it "
+                f"returned {type(groups).__name__}.")
+    name_of = {id(p): name for name, p in model.named_parameters()}
+    decayed, undecayed, seen = [], [], []
+    for group in groups:
+        params = list(group["params"])
+        if not all(isinstance(p, torch.Tensor) and id(p) in name_of for p in params):
+            return "Every entry of a group's \"params\" should be one of model.parameters()."
+        seen += [name_of[id(p)] for p in params]
+        (decayed if group.get("weight_decay", 0.0) else undecayed).extend(name_of[id(p)] for p in params)
+    order = list(name_of.values())
+    missing = [n for n in order if n not in seen]
+    twice = sorted({n for n in seen if seen.count(n) > 1})
+    if missing or twice:
+        return (f"Every parameter should be in exactly one group: {', '.join(missing) or 'none'} missing, "
+                f"{', '.join(twice) or 'none'} in two groups.")
+    return [n for n in order if n in decayed], [n for n in order if n in undecayed]
+
+
+def check_parameter_groups(parameter_groups) -> None:
+    """Two groups, with weight_decay as given and 0.0; every parameter in one of them; the matrices and the embedding
+    table decayed, the biases and LayerNorm weights not (naming known mistakes)."""
+    fixture = _fixture("parameter_groups")
+
+    def named(names) -> str:
+        for mistake in fixture["mistakes"].values():
+            if mistake["output"] == names:
+                return f"\n  This is a known mistake: {mistake['message']}"
+        return ""
+
+    def shape():
+        model = tiny_model(fixture["state"])
+        groups = parameter_groups(model, 0.1)
+        found = group_names(groups, model)
+        if isinstance(found, str):
+            fail(found)
+        decays = sorted(float(g.get("weight_decay", 0.0)) for g in groups)
+        if len(groups) != 2 or decays != [0.0, 0.1]:
+            fail(f"parameter_groups(model, 0.1) should give two groups, one with \"weight_decay\": 0.1 and one with "
+                 f"0.0, but their weight decays are {decays}.{named(found)}")
+
+    def right_ones():
+        model = tiny_model(fixture["state"])
+        found = group_names(parameter_groups(model, 0.1), model)
+        if isinstance(found, str):
+            fail(found)
+        if tuple(found) != tuple(fixture["expected"]):
+            fail(f"Decayed: {found[0]}; not decayed: {found[1]}. Expected decayed: {fixture['expected'][0]}; not "
+                 f"decayed: {fixture['expected'][1]}.{named(found)}")
+
+    run_steps("parameter_groups", [
+        ("two groups: weight_decay as given, and 0.0; every parameter in one of them", shape),
+        ("decays the matrices and the embedding, not the biases or the LayerNorm", right_ones),
+    ])
+
+
+def check_learning_rate(learning_rate) -> None:
+    """A Python float; the stored rate of every update for stored settings (naming known mistakes)."""
+    fixture = _fixture("learning_rate")
+
+    def value():
+        out = learning_rate(0, 1e-3, 10, 100)
+        if not isinstance(out, float):
+            fail(f"learning_rate should return a Python float, but it returned a {type(out).__name__}.")
+
+    def stored():
+        for case in fixture["cases"]:
+            args = case["args"]
+            rates = [float(learning_rate(step, *args)) for step in range(args[2])]
+            if all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-15) for a, b in zip(rates, case["expected"])):
+                continue
+            step = next(s for s, (a, b) in enumerate(zip(rates, case["expected"]))
+                        if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-15))
+            message = (f"learning_rate(step, max_lr={args[0]:g}, warmup_steps={args[1]}, total_steps={args[2]}, "
+                       f"min_lr={args[3]:g}) at step {step} is {rates[step]:.6g}, expected {case['expected'][step]:.6g}.")
+            for mistake in case["mistakes"].values():
+                if all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-15) for a, b in zip(rates, mistake["output"])):
+                    message += f"\n  This is a known mistake: {mistake['message']}"
+                    break
+            fail(message)
+
+    run_steps("learning_rate", [
+        ("returns a Python float", value),
+        ("rises linearly over the warmup, then follows the cosine down to min_lr", stored),
+    ])
+
+
+class StandInGroups:
+    """Stands in for the notebook's parameter_groups while train_model is checked: the stored split of a
+    TinyLanguageModel's parameters, so that a mistake in parameter_groups costs points only in its own check.
+    Records each call's weight_decay."""
+
+    def __init__(self, decayed: list[str]):
+        self.decayed = list(decayed)
+        self.calls: list[float] = []
+
+    def __call__(self, model: nn.Module, weight_decay: float) -> list[dict]:
+        self.calls.append(weight_decay)
+        named = list(model.named_parameters())
+        return [{"params": [p for n, p in named if n in self.decayed], "weight_decay": weight_decay},
+                {"params": [p for n, p in named if n not in self.decayed], "weight_decay": 0.0}]
+
+
+class StandInSchedule:
+    """Stands in for the notebook's learning_rate: rates[step] from a stored table (any schedule will do to check
+    a loop), and a record of every (step, max_lr, warmup_steps, total_steps) asked."""
+
+    def __init__(self, rates: list[float]):
+        self.rates = list(rates)
+        self.asked: list[tuple] = []
+
+    def __call__(self, step, max_lr, warmup_steps, total_steps, min_lr=0.0) -> float:
+        self.asked.append((int(step), max_lr, warmup_steps, total_steps))
+        return self.rates[min(max(int(step), 0), len(self.rates) - 1)]
+
+    def steps_asked(self) -> list[int]:
+        """The steps asked for, in order, a step asked again at once counted once (a loop may ask per group)."""
+        steps = [step for step, *_ in self.asked]
+        return [step for i, step in enumerate(steps) if i == 0 or steps[i - 1] != step]
+
+
+class StandInScore:
+    """Stands in for the notebook's evaluate: a score that is the squared distance of the model's weights from
+    stored ones (lower is better), so that which weights a loop keeps shows, whatever evaluate does. Records each
+    call: (the number of windows, batch_size)."""
+
+    def __init__(self, target: dict):
+        self.target = target
+        self.calls: list[tuple[int, int]] = []
+
+    def __call__(self, model: nn.Module, windows: torch.Tensor, batch_size: int) -> float:
+        self.calls.append((len(windows), batch_size))
+        with torch.no_grad():
+            return float(sum(((p.detach().cpu().double() - self.target[n]) ** 2).sum()
+                             for n, p in model.named_parameters()))
+
+
+def run_loop(train_model, case: dict, device=torch.device("cpu"), dtype=torch.float64, model_mode: bool = False):
+    """Run train_model on the stored windows of `case` with stand-ins for parameter_groups, learning_rate and
+    evaluate; returns (history, model, the stand-ins)."""
+    model = tiny_model(case["state"], device, dtype).train(model_mode)
+    groups, schedule, score = StandInGroups(case["decayed"]), StandInSchedule(case["rates"]), StandInScore(case["target"])
+    with earlier_pieces_replaced(train_model, parameter_groups=groups, learning_rate=schedule, evaluate=score):
+        history = train_model(model, case["train_windows"], case["val_windows"], **case["settings"],
+                              generator=torch.Generator().manual_seed(case["seed"]))
+    return history, model, (groups, schedule, score)
+
+
+def loop_outputs(history, model: nn.Module) -> dict:
+    """What a training run is judged by: the loss of each update, the validation steps and scores, the final weights
+    (float64, on the CPU)."""
+    return {"train": [float(x) for x in history["train"]], "eval_step": [int(s) for s in history["eval_step"]],
+            "val": [float(x) for x in history["val"]],
+            "final": {n: p.detach().cpu().double() for n, p in model.named_parameters()}}
+
+
+def _close_lists(a: list, b: list, rel_tol: float) -> bool:
+    return len(a) == len(b) and all(math.isclose(x, y, rel_tol=rel_tol, abs_tol=rel_tol) for x, y in zip(a, b))
+
+
+def _close_weights(a: dict, b: dict, rel_tol: float) -> bool:
+    return all(torch.allclose(a[n], b[n], rtol=rel_tol, atol=rel_tol) for n in b)
+
+
+def check_train_model(train_model) -> None:
+    """With stand-ins for parameter_groups, learning_rate and evaluate: the history's form; learning_rate asked for
+    every update in order; training mode; the stored loss of every update, validation steps and final (best)
+    weights of a tiny model, on every device (naming known mistakes); float32 too."""
+    fixture = _fixture("train_model")
+    case = fixture["case"]
+    settings = case["settings"]
+    expected = case["expected"]
+
+    def named(outputs, key) -> str:
+        for mistake in case["mistakes"].values():
+            theirs = mistake["output"]
+            if key == "train" and _close_lists(outputs["train"], theirs["train"], 1e-6):
+                return f"\n  This is a known mistake: {mistake['message']}"
+            if key == "final" and _close_lists(outputs["train"], theirs["train"], 1e-6) and \
+                    _close_weights(outputs["final"], theirs["final"], 1e-6):
+                return f"\n  This is a known mistake: {mistake['message']}"
+        return ""
+
+    def form():
+        history, _, _ = run_loop(train_model, case)
+        if not isinstance(history, dict):
+            fail(f"train_model should return a dict (the history), but it returned a {type(history).__name__}.")
+        missing = [k for k in ("step", "train", "eval_step", "val", "best_step", "best_val") if k not in history]
+        if missing:
+            fail(f"The history has no {', '.join(repr(k) for k in missing)}.")
+        steps = settings["steps"]
+        if list(history["step"]) != list(range(1, steps + 1)) or len(history["train"]) != steps:
+            fail(f"With steps={steps}, history[\"step\"] should be [1, ..., {steps}] and history[\"train\"] hold "
+                 f"{steps} losses; they hold {len(history['step'])} and {len(history['train'])}.")
+        if not all(isinstance(x, float) for x in history["train"]):
+            fail("history[\"train\"] should hold Python floats (loss.item()).")
+
+    def pieces():
+        _, model, (groups, schedule, score) = run_loop(train_model, case)
+        if groups.calls != [settings["weight_decay"]]:
+            fail(f"The optimizer should be made once, from parameter_groups(model, weight_decay): it was called "
+                 f"{len(groups.calls)} times.\n  This is a known mistake: {fixture['messages']['ignores_groups']}"
+                 if not groups.calls else f"parameter_groups was called {len(groups.calls)} times; once is enough.")
+        asked = schedule.steps_asked()
+        want = list(range(settings["steps"]))
+        if asked != want:
+            off = asked == [s + 1 for s in want]
+            fail(f"learning_rate should be asked for steps 0, 1, ..., {want[-1]}, one per update, in order; it was "
+                 f"asked for {asked[:6]}{' ...' if len(asked) > 6 else ''}."
+                 + (f"\n  This is a known mistake: {fixture['messages']['schedule_one_step_late']}" if off else ""))
+        wrong = {a[1:] for a in schedule.asked} - {(settings["max_lr"], settings["warmup_steps"], settings["steps"])}
+        if wrong:
+            fail(f"learning_rate should get max_lr={settings['max_lr']}, warmup_steps={settings['warmup_steps']} and "
+                 f"total_steps=steps={settings['steps']}; it got {sorted(wrong)}.")
+        val_calls = [c for c in model.calls if int(c[2][0, 0]) == case["val_marker"]]
+        if val_calls:
+            fail("The validation windows went through the model inside train_model: score them with evaluate(model, "
+                 "val_windows[:eval_windows], batch_size), your function from above (it runs the model in eval mode "
+                 "without gradients)."
+                 + (f"\n  This is a known mistake: {fixture['messages']['validates_in_training_mode']}"
+                    if any(t for t, _, _ in val_calls) else "")
+                 + (f"\n  This is a known mistake: {fixture['messages']['validates_with_gradients']}"
+                    if any(g for _, g, _ in val_calls) else ""))
+        if any(not t for t, g, _ in model.calls if g):
+            fail(f"The model trained in eval mode (it arrived in eval mode).\n  This is a known mistake: "
+                 f"{fixture['messages']['trains_in_eval_mode']}")
+        if score.calls and any(c != (min(settings["eval_windows"], len(case["val_windows"])), settings["batch_size"])
+                               for c in score.calls):
+            fail(f"evaluate should get val_windows[:eval_windows] ({settings['eval_windows']} windows) and "
+                 f"batch_size; it got (windows, batch_size) = {score.calls[0]}.")
+
+    def trajectory_on(device, dtype):
+        def step():
+            history, model, _ = run_loop(train_model, case, device, dtype)
+            outputs = loop_outputs(history, model)
+            tol = 1e-6 if dtype == torch.float64 else 2e-3
+            where = f"({device.type}, {str(dtype).removeprefix('torch.')})"
+            if not _close_lists(outputs["train"], expected["train"], tol):
+                step_ = next((i for i, (a, b) in enumerate(zip(outputs["train"], expected["train"]))
+                              if not math.isclose(a, b, rel_tol=tol, abs_tol=tol)), len(outputs["train"]))
+                got = outputs["train"][step_] if step_ < len(outputs["train"]) else None
+                fail(f"{where} The loss of update {step_ + 1} is {got}, expected {expected['train'][step_]:.6f}: "
+                     f"the updates differ from there on.{named(outputs, 'train')}")
+            if outputs["eval_step"] != expected["eval_step"]:
+                fail(f"{where} Validation ran after updates {outputs['eval_step']}; with steps={settings['steps']} and "
+                     f"eval_every={settings['eval_every']} it should run after {expected['eval_step']} (every "
+                     f"eval_every updates, and after the last).")
+            if int(history["best_step"]) != expected["best_step"]:
+                fail(f"{where} best_step is {history['best_step']}, but the best validation score came after update "
+                     f"{expected['best_step']}.{named(outputs, 'final')}")
+            if not _close_weights(outputs["final"], expected["final"], tol):
+                fail(f"{where} The model does not end with the weights of its best validation score (after update "
+                     f"{expected['best_step']} of {settings['steps']}).{named(outputs, 'final')}")
+        return step
+
+    steps = [("returns the history: a loss per update, the validation steps and scores, the best", form),
+             ("uses parameter_groups, asks learning_rate for every update in order, trains in training mode, "
+              "validates with evaluate", pieces)]
+    steps += [(f"the stored loss of every update, validation steps and best weights ({d.type}, float64)",
+               trajectory_on(d, torch.float64)) for d in available_devices()]
+    steps += [("the same in float32 (cpu)", trajectory_on(torch.device("cpu"), torch.float32))]
+    run_steps("train_model", steps)
+
+
 # ---------------------------------------------------------------- written_*
 
 def written_tokenize(tokenize) -> None:
@@ -484,3 +783,16 @@ def written_sample(sample) -> None:
     with stored_tokenize(sample):
         assert_written("sample", lambda: sample(toy_model(fixture["toy"]), WordList(fixture["words"]), "the", 1,
                                                 temperature=0))
+
+
+def written_parameter_groups(parameter_groups) -> None:
+    assert_written("parameter_groups", lambda: parameter_groups(nn.Linear(2, 2), 0.1))
+
+
+def written_learning_rate(learning_rate) -> None:
+    assert_written("learning_rate", lambda: learning_rate(0, 1e-3, 10, 100))
+
+
+def written_train_model(train_model) -> None:
+    case = _fixture("train_model")["case"]
+    assert_written("train_model", lambda: run_loop(train_model, {**case, "settings": {**case["settings"], "steps": 1}}))

@@ -12,4 +12,4 @@ from course.plots.transformer import (show_encoder_decoder_flow, show_teacher_fo
 from course.plots.reversal import (  # noqa: F401
     compare_teacher_forced_and_generation, mirror_weights, show_ngram_baselines, show_reversal_training,
     show_trained_attention)
-from course.plots.shakespeare import show_token_frequencies, show_language_model_training  # noqa: F401
+from course.plots.shakespeare import show_language_model_training, show_learning_rate, show_token_frequencies  # noqa: F401

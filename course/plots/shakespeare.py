@@ -72,3 +72,19 @@ def show_language_model_training(history: dict, baselines: dict, final: float, s
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
     plt.show()
+
+
+def show_learning_rate(learning_rate, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> None:
+    """The rate `learning_rate(step, max_lr, warmup_steps, total_steps, min_lr)` gives each update, step 0 to
+    total_steps - 1, with the end of the warmup marked."""
+    steps = list(range(total_steps))
+    rates = [float(learning_rate(step, max_lr, warmup_steps, total_steps, min_lr)) for step in steps]
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.plot(steps, rates, color="tab:blue", linewidth=1.8)
+    ax.axvline(warmup_steps - 0.5, color="tab:gray", linestyle=":", linewidth=1)
+    ax.annotate("end of the warmup", (warmup_steps, max_lr), xytext=(6, -14), textcoords="offset points", fontsize=8)
+    ax.axhline(min_lr, color="tab:gray", linestyle="--", linewidth=0.8)
+    ax.set(xlabel="update (step)", ylabel="learning rate", ylim=(0, max_lr * 1.1),
+           title=f"your schedule: warmup over {warmup_steps} updates, cosine down to {min_lr:g}")
+    fig.tight_layout()
+    plt.show()

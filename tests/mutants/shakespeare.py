@@ -398,6 +398,153 @@ def prompt_on_default_device(model, vocab, prompt, n_tokens, temperature=1.0, to
     return prompt + "".join(vocab.decode(written[0, prompt_ids.shape[1]:].tolist()))
 
 
+# ---------------------------------------------------------------- parameter_groups
+
+def one_group(model, weight_decay):  # AdamW's default: one group, all decayed
+    return [{"params": list(model.parameters()), "weight_decay": weight_decay}]
+
+
+def generator_params(model, weight_decay):  # the params of the second group are in both
+    return [{"params": list(model.parameters()), "weight_decay": weight_decay},
+            {"params": [p for p in model.parameters() if p.dim() < 2], "weight_decay": 0.0}]
+
+
+def decays_only_linear_weights(model, weight_decay):  # the embedding and the head's weight by name: the embedding spared
+    decayed = [p for n, p in model.named_parameters() if n.endswith("weight") and p.dim() >= 2 and "embed" not in n]
+    return [{"params": decayed, "weight_decay": weight_decay},
+            {"params": [p for p in model.parameters() if all(p is not q for q in decayed)], "weight_decay": 0.0}]
+
+
+def by_name_variant(model, weight_decay):  # VARIANT: the biases and the norms by name
+    quiet = [p for n, p in model.named_parameters() if n.endswith("bias") or "norm" in n]
+    loud = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "norm" in n)]
+    return [{"params": loud, "weight_decay": weight_decay}, {"params": quiet, "weight_decay": 0.0}]
+
+
+def undecayed_first_variant(model, weight_decay):  # VARIANT: the groups the other way round, by ndim
+    groups = {0.0: [], weight_decay: []}
+    for p in model.parameters():
+        groups[weight_decay if p.ndim >= 2 else 0.0].append(p)
+    return [{"params": params, "weight_decay": decay} for decay, params in groups.items()]
+
+
+# ---------------------------------------------------------------- learning_rate
+
+def warmup_one_late(step, max_lr, warmup_steps, total_steps, min_lr=0.0):  # nanoGPT's (it + 1) / (warmup + 1)
+    if step < warmup_steps:
+        return max_lr * (step + 1) / (warmup_steps + 1)
+    return ref.learning_rate(step, max_lr, warmup_steps, total_steps, min_lr)
+
+
+def cosine_without_pi(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return min_lr + (max_lr - min_lr) * (1 + math.cos(progress)) / 2
+
+
+def returns_tensor_rate(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    return torch.tensor(ref.learning_rate(step, max_lr, warmup_steps, total_steps, min_lr))
+
+
+def torch_cos_variant(step, max_lr, warmup_steps, total_steps, min_lr=0.0):  # VARIANT: torch.cos, min() for the warmup
+    if step < warmup_steps:
+        return max_lr * min(1.0, (step + 1) / warmup_steps)
+    progress = torch.tensor((step - warmup_steps) / (total_steps - warmup_steps), dtype=torch.float64)
+    return float(min_lr + 0.5 * (max_lr - min_lr) * (1 + torch.cos(torch.pi * progress)))
+
+
+def sine_squared_variant(step, max_lr, warmup_steps, total_steps, min_lr=0.0):  # VARIANT: (1 + cos x) / 2 = cos²(x/2)
+    if step < warmup_steps:
+        return (step + 1) * max_lr / warmup_steps
+    half_angle = math.pi * (step - warmup_steps) / (total_steps - warmup_steps) / 2
+    return min_lr + (max_lr - min_lr) * math.cos(half_angle) ** 2
+
+
+# ---------------------------------------------------------------- train_model
+
+parameter_groups, learning_rate, evaluate = ref.parameter_groups, ref.learning_rate, ref.evaluate  # as a notebook's
+
+
+def _loop(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay, max_grad_norm=1.0,
+          eval_every=100, eval_windows=200, generator=None, *, copy=lambda m: {n: v.detach().clone() for n, v in
+                                                                                   m.state_dict().items()},
+          loss_sum=False, clip_value=False, eval_first=False, batch_on_cpu=False, set_to_none=True,
+          zero_grad_at_end=False):
+    where = next(model.parameters()).device
+    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=max_lr)
+    history = {"step": [], "train": [], "eval_step": [], "val": [], "best_step": None, "best_val": math.inf}
+    best = None
+    model.train()
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, max_lr, warmup_steps, steps)
+        batch = train_windows[torch.randint(len(train_windows), (batch_size,), generator=generator)]
+        batch = batch if batch_on_cpu else batch.to(where)
+        logits = model(batch[:, :-1])
+        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum" if loss_sum else "mean")
+        if not zero_grad_at_end:
+            optimizer.zero_grad(set_to_none=set_to_none)
+        loss.backward()
+        if clip_value:
+            torch.nn.utils.clip_grad_value_(model.parameters(), max_grad_norm)
+        else:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        if zero_grad_at_end:
+            model.zero_grad()
+        history["step"].append(step + 1)
+        history["train"].append(loss.item())
+        due = step % eval_every == 0 if eval_first else (step + 1) % eval_every == 0 or step + 1 == steps
+        if due:
+            score = evaluate(model, val_windows[:eval_windows], batch_size)
+            history["eval_step"].append(step + 1)
+            history["val"].append(score)
+            if score < history["best_val"]:
+                history["best_step"], history["best_val"], best = step + 1, score, copy(model)
+    model.load_state_dict(best)
+    return history
+
+
+def best_not_copied(*args, **kwargs):  # state_dict() kept as it is: it follows the model
+    return _loop(*args, **kwargs, copy=lambda m: m.state_dict())
+
+
+def summed_loss(*args, **kwargs):  # reduction="sum": the loss and its gradient batch_size * (seq_len - 1) times larger
+    return _loop(*args, **kwargs, loss_sum=True)
+
+
+def clips_each_value(*args, **kwargs):  # clip_grad_value_: each entry capped, not the length
+    return _loop(*args, **kwargs, clip_value=True)
+
+
+def validates_before_training(*args, **kwargs):  # step % eval_every == 0: after updates 1, 1 + eval_every, ...
+    return _loop(*args, **kwargs, eval_first=True)
+
+
+def batch_left_on_the_cpu(*args, **kwargs):
+    return _loop(*args, **kwargs, batch_on_cpu=True)
+
+
+def no_clipping(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay,
+                max_grad_norm=1.0, **kwargs):
+    return _loop(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay, 1e30,
+                 **kwargs)
+
+
+def zero_grad_after_step_variant(*args, **kwargs):  # VARIANT: model.zero_grad() after each update
+    return _loop(*args, **kwargs, zero_grad_at_end=True)
+
+
+def zeros_not_none_variant(*args, **kwargs):  # VARIANT: zero_grad(set_to_none=False), deepcopy of the state
+    import copy
+    return _loop(*args, **kwargs, set_to_none=False, copy=lambda m: copy.deepcopy(m.state_dict()))
+
+
+def best_on_cpu_variant(*args, **kwargs):  # VARIANT: the best weights kept on the CPU
+    return _loop(*args, **kwargs, copy=lambda m: {n: v.detach().cpu().clone() for n, v in m.state_dict().items()})
+
+
 MUTANTS = [
     ("tokenize", splits_on_spaces_only), ("tokenize", lowercased), ("tokenize", characters),
     ("Vocab", EncodeRaisesOnUnknown), ("Vocab", LenWithoutUnk), ("Vocab", LeastFrequentFirst), ("Vocab", DecodeJoins),
@@ -413,6 +560,11 @@ MUTANTS = [
     ("evaluate", windows_left_on_the_cpu), ("sample", prompt_on_default_device),
     ("sample", argmax_always), ("sample", one_token_short), ("sample", temperature_multiplied),
     ("sample", own_top_k_plus_one), ("sample", greedy_drawn_at_half_temperature),
+    ("parameter_groups", one_group), ("parameter_groups", generator_params),
+    ("parameter_groups", decays_only_linear_weights),
+    ("learning_rate", warmup_one_late), ("learning_rate", cosine_without_pi), ("learning_rate", returns_tensor_rate),
+    ("train_model", best_not_copied), ("train_model", summed_loss), ("train_model", clips_each_value),
+    ("train_model", validates_before_training), ("train_model", batch_left_on_the_cpu), ("train_model", no_clipping),
 ]
 
 # What the visible check's feedback names each of these mutants: the id of a known mistake, or None for no name at
@@ -426,6 +578,17 @@ NAMED_AS = {
     boundary_truncated: "validation_rounded_up",
     validation_first: None,  # one block, but not every k-th window
     greedy_drawn_at_half_temperature: None,  # random at temperature 0, yet the temperature is passed on
+    one_group: "decays_everything",
+    generator_params: None,  # parameters in two groups
+    decays_only_linear_weights: "spares_the_embedding",
+    warmup_one_late: None,
+    cosine_without_pi: None,
+    returns_tensor_rate: None,
+    best_not_copied: "keeps_last_weights",
+    summed_loss: None,
+    clips_each_value: None,
+    validates_before_training: None,
+    no_clipping: "clips_after_step",
 }
 
 # A correct sample beside a wrong or unwritten tokenize or Vocab: the checks tokenize its prompts with stand-ins.
@@ -442,8 +605,14 @@ VARIANTS = [
     ("sample", gumbel_variant), ("sample", notebook_sample),
     *[("sample", beside(notebook_sample, tokenize=wrong)) for wrong in WRONG_TOKENIZERS],
     *[("sample", beside(notebook_sample, Vocab=wrong)) for wrong in WRONG_VOCABS],
+    ("parameter_groups", by_name_variant), ("parameter_groups", undecayed_first_variant),
+    ("learning_rate", torch_cos_variant), ("learning_rate", sine_squared_variant),
+    ("train_model", zero_grad_after_step_variant), ("train_model", zeros_not_none_variant),
+    ("train_model", best_on_cpu_variant),
+    *[("train_model", beside(ref.train_model, **{name: unwritten})) for name in ("parameter_groups", "learning_rate",
+                                                                                 "evaluate")],
 ]
 
 # Mutants that differ from a correct implementation only on a second real device (tests/test_mutants.py skips them
 # where the CPU is the only device, saying so).
-NEEDS_SECOND_DEVICE = {windows_left_on_the_cpu, prompt_on_default_device}
+NEEDS_SECOND_DEVICE = {windows_left_on_the_cpu, prompt_on_default_device, batch_left_on_the_cpu}

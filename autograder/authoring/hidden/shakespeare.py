@@ -17,7 +17,8 @@ from autograder.authoring.hidden.models import next_probabilities, random_state
 from autograder.authoring.hidden.observe import (HiddenTestFailed, Observations, Rule, describe, generator, hidden_test,
                                        tensor_of)
 from autograder.authoring.reference.transformer import DecoderOnlyTransformer
-from course.checks.shakespeare import SAMPLING_TOLERANCE, WordList, next_word_frequencies
+from course.checks.shakespeare import (SAMPLING_TOLERANCE, TinyLanguageModel, WordList, group_names, loop_outputs, next_word_frequencies,
+                                       run_loop)
 from course.checks.stand_ins import earlier_pieces_replaced
 from course.checks.transformer import toy_model
 from course.device import available_devices
@@ -286,3 +287,107 @@ test_chunk = hidden_test(observe_chunk)
 test_train_val_split = hidden_test(observe_train_val_split)
 test_evaluate = hidden_test(observe_evaluate)
 test_sample = hidden_test(observe_sample)
+
+
+# ---------------------------------------------------------------- parameter_groups, learning_rate, train_model
+
+def observe_parameter_groups(parameter_groups, seed: int = 707) -> Observations:
+    seen = Observations()
+    g = generator(seed)
+    for norm_first in (True, False):
+        V, heads = _int(g, 5, 30), _int(g, 1, 3)
+        model = DecoderOnlyTransformer(V, 4 * heads, heads, 8, _int(g, 1, 3), 6, norm_first=norm_first)
+        what = f"parameter_groups of a DecoderOnlyTransformer (norm_first={norm_first})"
+        found = group_names(parameter_groups(model, 0.05), model)
+        if isinstance(found, str):
+            raise HiddenTestFailed(f"{what}: {found}")
+        seen.exact(f"{what}: the names of the decayed and of the undecayed parameters", found)
+        seen.exact(f"{what}: the weight decays of the groups",
+                   sorted(float(group.get("weight_decay", 0.0)) for group in parameter_groups(model, 0.05)))
+    return seen
+
+
+def observe_learning_rate(learning_rate, seed: int = 708) -> Observations:
+    seen = Observations()
+    g = generator(seed)
+    for trial in range(4):
+        warmup = [0, 1, _int(g, 2, 30), _int(g, 2, 30)][trial]
+        total = warmup + _int(g, 1, 80)
+        max_lr = float(torch.rand(1, generator=g)) * 0.01 + 1e-4
+        min_lr = [0.0, max_lr / 10, 0.0, max_lr * float(torch.rand(1, generator=g))][trial]
+        rates = [learning_rate(step, max_lr, warmup, total, min_lr) for step in range(total)]
+        what = f"learning_rate(step, {max_lr:.3g}, warmup_steps={warmup}, total_steps={total}, min_lr={min_lr:.3g})"
+        if not all(isinstance(r, float) for r in rates):
+            raise HiddenTestFailed(f"{what}: expected a Python float")
+        seen.judged_by(f"{what} for every step", rates, RatesClose())
+    return seen
+
+
+@dataclass(frozen=True)
+class RatesClose(Rule):
+    """Lists of floats of the same length, each within `rel_tol` of the reference's."""
+    rel_tol: float = 1e-9
+
+    def judge(self, what, student, reference):
+        if not isinstance(student, list) or len(student) != len(reference):
+            return f"{what}: expected {len(reference)} values"
+        return None if all(math.isclose(a, b, rel_tol=self.rel_tol, abs_tol=1e-15) for a, b in zip(student, reference)) \
+            else f"{what}: the values differ from the reference"
+
+
+def tiny_state(g, vocab_size: int, d_model: int) -> dict:
+    """The weights of a TinyLanguageModel, drawn from `g` (float64), LayerNorm's included."""
+    shapes = {name: p.shape for name, p in TinyLanguageModel(vocab_size, d_model).named_parameters()}
+    return {name: (1.0 if name == "norm.weight" else 0.0) + 0.5 * torch.randn(shape, generator=g, dtype=torch.float64)
+            for name, shape in shapes.items()}
+
+
+def loop_case(g, vocab_size: int, d_model: int, settings: dict, seed: int) -> dict:
+    """What train_model is tried on: weights; training windows (ids below vocab_size - 1) and validation windows
+    (starting with vocab_size - 1, so that a model call shows which it read); a table of rates for the stand-in
+    schedule; the stand-in split of the parameters; and a stand-in score whose lowest point is near the starting
+    weights (so the best is an early validation, not the last)."""
+    V = vocab_size
+    state = tiny_state(g, V, d_model)
+    return {"state": state, "settings": dict(settings), "seed": seed, "val_marker": V - 1,
+            "train_windows": torch.randint(0, V - 1, (16, 9), generator=g),
+            "val_windows": torch.cat([torch.full((6, 1), V - 1), torch.randint(0, V, (6, 8), generator=g)], 1),
+            "rates": [settings["max_lr"] * (0.3 + torch.rand(1, generator=g).item()) for _ in range(settings["steps"])],
+            "decayed": [name for name, value in state.items() if value.dim() >= 2],
+            "target": {name: value + 0.01 * torch.randn(value.shape, generator=g, dtype=torch.float64)
+                       for name, value in state.items()}}
+
+
+def observe_train_model(train_model, seed: int = 709) -> Observations:
+    seen = Observations()
+    g = generator(seed)
+    for trial in range(2):
+        steps = _int(g, 8, 20)
+        settings = dict(steps=steps, batch_size=_int(g, 2, 6), max_lr=0.02 + 0.05 * float(torch.rand(1, generator=g)),
+                        warmup_steps=_int(g, 1, 4), weight_decay=0.2 + 0.3 * float(torch.rand(1, generator=g)),
+                        max_grad_norm=0.1 + 0.2 * float(torch.rand(1, generator=g)), eval_every=_int(g, 2, 5),
+                        eval_windows=_int(g, 2, 6))
+        case = loop_case(g, _int(g, 6, 14), _int(g, 3, 8), settings, seed=seed + trial)
+        for device in available_devices():
+            what = f"train_model, {steps} updates of a tiny model ({device.type}, case {trial + 1})"
+            history, model, (groups, schedule, score) = run_loop(train_model, case, device)
+            if not (isinstance(history, dict) and all(k in history for k in ("train", "eval_step", "best_step"))):
+                raise HiddenTestFailed(f"{what}: expected a history with \"train\", \"eval_step\" and \"best_step\"")
+            outputs = loop_outputs(history, model)
+            seen.close(f"{what}: the loss of every update", torch.tensor(outputs["train"], dtype=torch.float64),
+                       torch.float32)
+            seen.exact(f"{what}: the updates after which validation ran", outputs["eval_step"], show=True)
+            seen.exact(f"{what}: best_step", int(history["best_step"]), show=True)
+            for name, weights in outputs["final"].items():
+                seen.close(f"{what}: the weights it ends with ({name})", weights, torch.float32)
+            seen.exact(f"{what}: the steps learning_rate was asked for", schedule.steps_asked())
+            seen.claim(f"{what}: the optimizer should be made once from parameter_groups", len(groups.calls) == 1)
+            seen.claim(f"{what}: the model should train in training mode and score validation through evaluate",
+                       all(t for t, grad, _ in model.calls if grad) and
+                       not any(int(tokens[0, 0]) == case["val_marker"] for _, _, tokens in model.calls))
+    return seen
+
+
+test_parameter_groups = hidden_test(observe_parameter_groups)
+test_learning_rate = hidden_test(observe_learning_rate)
+test_train_model = hidden_test(observe_train_model)

@@ -1,4 +1,5 @@
 """Known mistakes in notebook 07. Each uses the reference for every part it does not get wrong."""
+import math
 import re
 from collections import Counter
 
@@ -330,3 +331,211 @@ def new_tokens_by_negative_index(model, vocab, prompt, n_tokens, temperature=1.0
 def ignores_generator(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generator=None):
     _, new = _new_ids(model, vocab, prompt, n_tokens, temperature, top_k, None)
     return prompt + "".join(vocab.decode(new))
+
+
+# ---------------------------------------------------------------- parameter_groups
+
+def _split(model, weight_decay, decayed):
+    named = list(model.named_parameters())
+    return [{"params": [p for n, p in named if decayed(n, p)], "weight_decay": weight_decay},
+            {"params": [p for n, p in named if not decayed(n, p)], "weight_decay": 0.0}]
+
+
+@mistake("parameter_groups", "every parameter is decayed, the biases and the LayerNorm weights too. Weight decay pulls "
+         "each weight towards 0: right for the weight matrices, but a LayerNorm weight at 0 switches its feature off "
+         "and a bias has no reason to be 0. Put the parameters with p.dim() < 2 in the group with weight_decay 0.0.")
+def decays_everything(model, weight_decay):
+    return _split(model, weight_decay, lambda n, p: True)
+
+
+@mistake("parameter_groups", "the groups are the wrong way round: the biases and LayerNorm weights are decayed and the "
+         "matrices are not. The matrices (p.dim() >= 2) get weight_decay, the rest 0.0.")
+def decays_the_vectors(model, weight_decay):
+    return _split(model, weight_decay, lambda n, p: p.dim() < 2)
+
+
+@mistake("parameter_groups", "only the parameters named \"bias\" are kept from decay, so the LayerNorm weights are "
+         "decayed. Tell them apart by shape: every parameter with p.dim() < 2 (biases and LayerNorm weights) goes in "
+         "the group with weight_decay 0.0.")
+def decays_the_norm_weights(model, weight_decay):
+    return _split(model, weight_decay, lambda n, p: not n.endswith("bias"))
+
+
+@mistake("parameter_groups", "the embedding table is kept from decay. It is a matrix like the others (one row per "
+         "token) and is decayed with them: only the parameters with p.dim() < 2 go in the group with weight_decay "
+         "0.0.")
+def spares_the_embedding(model, weight_decay):
+    return _split(model, weight_decay, lambda n, p: p.dim() >= 2 and "embed" not in n)
+
+
+# ---------------------------------------------------------------- learning_rate
+
+def _rate(step, max_lr, warmup_steps, total_steps, min_lr, *, warmup_from=1, decay_from=None, shape="cosine",
+          floor=True):
+    if step < warmup_steps:
+        return max_lr * (step + warmup_from) / warmup_steps
+    start = warmup_steps if decay_from is None else decay_from
+    progress = (step - start) / (total_steps - start)
+    low = min_lr if floor else 0.0
+    if shape == "constant":
+        return max_lr
+    if shape == "linear":
+        return low + (max_lr - low) * (1 - progress)
+    return low + (max_lr - low) * (1 + math.cos(math.pi * progress)) / 2
+
+
+@mistake("learning_rate", "the warmup starts at 0: max_lr * step / warmup_steps makes the first update a step of size "
+         "0, wasted, and reaches max_lr one update late. Count the update being made: max_lr * (step + 1) / "
+         "warmup_steps.")
+def warmup_from_zero(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    return _rate(step, max_lr, warmup_steps, total_steps, min_lr, warmup_from=0)
+
+
+@mistake("learning_rate", "the cosine starts at step 0 instead of at the end of the warmup, so the decay has already "
+         "gone part of the way when it begins. progress = (step - warmup_steps) / (total_steps - warmup_steps).")
+def decay_from_step_zero(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    return _rate(step, max_lr, warmup_steps, total_steps, min_lr, decay_from=0)
+
+
+@mistake("learning_rate", "after the warmup the rate stays at max_lr: there is no decay. Follow the cosine from max_lr "
+         "down to min_lr: min_lr + (max_lr - min_lr) * (1 + cos(pi * progress)) / 2.")
+def no_decay(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    return _rate(step, max_lr, warmup_steps, total_steps, min_lr, shape="constant")
+
+
+@mistake("learning_rate", "the decay is a straight line, not the cosine. The cosine stays near max_lr for longer and "
+         "flattens out near min_lr: (1 + cos(pi * progress)) / 2 goes from 1 to 0 along half a cosine wave.")
+def linear_decay(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    return _rate(step, max_lr, warmup_steps, total_steps, min_lr, shape="linear")
+
+
+@mistake("learning_rate", "the decay ends at 0, not at min_lr: the cosine's part is (max_lr - min_lr) * (1 + "
+         "cos(pi * progress)) / 2, added to min_lr.")
+def decays_to_zero(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    return _rate(step, max_lr, warmup_steps, total_steps, min_lr, floor=False)
+
+
+# ---------------------------------------------------------------- train_model
+
+from autograder.authoring.reference.shakespeare import evaluate, learning_rate, parameter_groups  # noqa: E402
+# (the names a training loop reads from its notebook: the checks put stand-ins in their place)
+
+
+def _train(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay,
+           max_grad_norm=1.0, eval_every=100, eval_windows=200, generator=None, *, zero_grad=True, clip="before",
+           rate_of=lambda step: step, rate_after_step=False, groups=True, keep_best=True, train_mode=True,
+           inline_validation=None):
+    where = next(model.parameters()).device
+    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay) if groups else model.parameters(), lr=max_lr,
+                                  weight_decay=weight_decay)
+    history = {"step": [], "train": [], "eval_step": [], "val": [], "best_step": None, "best_val": math.inf}
+    best = None
+    if train_mode:
+        model.train()
+
+    def set_rate(step):
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(rate_of(step), max_lr, warmup_steps, steps)
+
+    for step in range(steps):
+        if not rate_after_step:
+            set_rate(step)
+        batch = train_windows[torch.randint(len(train_windows), (batch_size,), generator=generator)].to(where)
+        loss = F.cross_entropy(model(batch[:, :-1]).flatten(0, 1), batch[:, 1:].flatten())
+        if zero_grad:
+            optimizer.zero_grad()
+        loss.backward()
+        if clip == "before":
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        if clip == "after":
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        if rate_after_step:
+            set_rate(step)
+        history["step"].append(step + 1)
+        history["train"].append(loss.item())
+        if (step + 1) % eval_every == 0 or step + 1 == steps:
+            if inline_validation is None:
+                score = evaluate(model, val_windows[:eval_windows], batch_size)
+            else:
+                score = inline_validation(model, val_windows[:eval_windows].to(where))
+            history["eval_step"].append(step + 1)
+            history["val"].append(score)
+            if score < history["best_val"]:
+                history["best_step"], history["best_val"] = step + 1, score
+                best = {n: v.detach().clone() for n, v in model.state_dict().items()}
+    if keep_best and best is not None:
+        model.load_state_dict(best)
+    return history
+
+
+def _scored_in(training: bool, gradients: bool):
+    def score(model, windows):
+        model.train(training)
+        with torch.set_grad_enabled(gradients):
+            logits = model(windows[:, :-1])
+            value = F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten()).item()
+        model.train()
+        return value
+    return score
+
+
+@mistake("train_model", "the gradients are never cleared, so each update adds its gradient to all the ones before: "
+         "loss.backward() accumulates into .grad. Call optimizer.zero_grad() before each loss.backward().")
+def no_zero_grad(*args, **kwargs):
+    return _train(*args, **kwargs, zero_grad=False)
+
+
+@mistake("train_model", "the gradients are not clipped before the update. Clipping after optimizer.step() changes "
+         "nothing (the update has been made, and the next step clears the gradients): call "
+         "torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm) between loss.backward() and "
+         "optimizer.step().")
+def clips_after_step(*args, **kwargs):
+    return _train(*args, **kwargs, clip="after")
+
+
+@mistake("train_model", "the learning rate of each update is the schedule's rate for the next one: "
+         "learning_rate(step + 1, ...) where update `step` (from 0) needs learning_rate(step, ...).")
+def schedule_one_step_late(*args, **kwargs):
+    return _train(*args, **kwargs, rate_of=lambda step: step + 1)
+
+
+@mistake("train_model", "the learning rate is set after optimizer.step(), so every update runs at the rate meant for "
+         "the one before (and the first at max_lr, skipping the warmup). Set the rate of update `step` before its "
+         "optimizer.step().")
+def rate_set_after_step(*args, **kwargs):
+    return _train(*args, **kwargs, rate_after_step=True)
+
+
+@mistake("train_model", "the optimizer is made from model.parameters(), so parameter_groups is not used and every "
+         "parameter is decayed. Make it from parameter_groups(model, weight_decay).")
+def ignores_groups(*args, **kwargs):
+    return _train(*args, **kwargs, groups=False)
+
+
+@mistake("train_model", "the model ends with the weights of its last update, not those of its best validation score. "
+         "Copy the weights when a score is the best so far ({name: value.detach().clone() for name, value in "
+         "model.state_dict().items()}: state_dict() alone gives tensors that later updates change) and "
+         "model.load_state_dict(...) them at the end.")
+def keeps_last_weights(*args, **kwargs):
+    return _train(*args, **kwargs, keep_best=False)
+
+
+@mistake("train_model", "the model was never put in training mode, and it arrived in eval mode, so dropout stayed off "
+         "while it trained. Call model.train() before the first update.")
+def trains_in_eval_mode(*args, **kwargs):
+    return _train(*args, **kwargs, train_mode=False)
+
+
+@mistake("train_model", "the validation windows were scored in training mode (dropout on), which makes the score "
+         "noisier and worse than the model is. evaluate(model, val_windows[:eval_windows], batch_size) runs the model "
+         "in eval mode.")
+def validates_in_training_mode(*args, **kwargs):
+    return _train(*args, **kwargs, inline_validation=_scored_in(training=True, gradients=False))
+
+
+@mistake("train_model", "the validation windows were scored with gradients on: PyTorch kept every activation for a "
+         "backward pass that never comes, memory for nothing. evaluate(model, val_windows[:eval_windows], batch_size) "
+         "runs the model without gradients.")
+def validates_with_gradients(*args, **kwargs):
+    return _train(*args, **kwargs, inline_validation=_scored_in(training=False, gradients=True))

@@ -3,6 +3,7 @@
 Do not edit: change the solution cells of the source notebook and regenerate."""
 import math
 import re
+import time
 from collections import Counter
 
 import torch
@@ -109,3 +110,81 @@ def sample(model: nn.Module, vocab, prompt: str, n_tokens: int, temperature: flo
     prompt_ids = torch.tensor([vocab.encode(tokenize(prompt))], dtype=torch.long, device=where)  # (1, T0)
     written = generate(model, prompt_ids, n_tokens, temperature=temperature, top_k=top_k, generator=generator)
     return prompt + "".join(vocab.decode(written[0, prompt_ids.shape[1]:].tolist()))
+
+
+def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW's two parameter groups for `model`: [{"params": [...], "weight_decay": weight_decay},
+    {"params": [...], "weight_decay": 0.0}].
+
+    The first holds every parameter with two or more dimensions (the weight matrices of the linear layers and the
+    embedding table), the second every other one (biases and the LayerNorm weights, one number per feature). Every
+    parameter of model.parameters() is in exactly one group, in the order model.parameters() gives them.
+    """
+    matrices = [p for p in model.parameters() if p.dim() >= 2]
+    vectors = [p for p in model.parameters() if p.dim() < 2]
+    return [{"params": matrices, "weight_decay": weight_decay}, {"params": vectors, "weight_decay": 0.0}]
+
+
+def learning_rate(step: int, max_lr: float, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> float:
+    """The learning rate of update number `step` (0, 1, ..., total_steps - 1): a linear warmup, then a cosine decay.
+
+    Warmup, step < warmup_steps: max_lr * (step + 1) / warmup_steps, so the first update already moves the weights
+    and update warmup_steps - 1 runs at max_lr. Decay, step >= warmup_steps: with progress the
+    share of the decay's updates already made, (step - warmup_steps) over (total_steps - warmup_steps), from 0 towards 1,
+    min_lr + (max_lr - min_lr) * (1 + cos(pi * progress)) / 2. Returns a Python float.
+    """
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * progress)) / 2
+
+
+def train_model(model: nn.Module, train_windows: torch.Tensor, val_windows: torch.Tensor, steps: int,
+                batch_size: int, max_lr: float, warmup_steps: int, weight_decay: float, max_grad_norm: float = 1.0,
+                eval_every: int = 100, eval_windows: int = 200, generator: torch.Generator | None = None) -> dict:
+    """Train `model` for `steps` updates on random batches of training windows; end with the best weights seen.
+
+    train_windows, val_windows: LongTensors (N, seq_len) on the CPU. Update `step` (0, 1, ...):
+    * the batch is train_windows[torch.randint(len(train_windows), (batch_size,), generator=generator)], moved to
+      the model's device; the logits of batch[:, :-1] (B, seq_len - 1, V) are scored against batch[:, 1:] with the
+      mean cross-entropy;
+    * AdamW over parameter_groups(model, weight_decay), at learning_rate(step, max_lr, warmup_steps, steps) for
+      this update; the gradients of the step before are cleared, and the gradient norm is clipped to max_grad_norm
+      before the update.
+    After every eval_every updates, and after the last, evaluate(model, val_windows[:eval_windows], batch_size)
+    scores the model; the weights of the best score so far are copied, and put back at the end.
+    The model trains in training mode. Returns {"step": [1, ..., steps], "train": [the loss of each update],
+    "eval_step": [the updates after which validation ran], "val": [their scores], "best_step", "best_val"}.
+    """
+    from course import progress_bar as bars  # the module of `progress` (imported above); here too, so the function stands alone
+    where = next(model.parameters()).device
+    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=max_lr)
+    history = {"step": [], "train": [], "eval_step": [], "val": [], "best_step": None, "best_val": math.inf}
+    best = None
+    model.train()
+    bar = bars.progress(range(steps), "training")
+    for step in bar:
+        rate = learning_rate(step, max_lr, warmup_steps, steps)  # this update's
+        for settings in optimizer.param_groups:
+            settings["lr"] = rate
+        batch = train_windows[torch.randint(len(train_windows), (batch_size,), generator=generator)].to(where)
+        logits = model(batch[:, :-1])  # (B, seq_len - 1, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        done = step + 1  # updates made so far
+        history["step"].append(done)
+        history["train"].append(loss.item())
+        if done % eval_every == 0 or done == steps:
+            val_loss = evaluate(model, val_windows[:eval_windows], batch_size)
+            history["eval_step"].append(done)
+            history["val"].append(val_loss)
+            if val_loss < history["best_val"]:
+                history["best_step"], history["best_val"] = done, val_loss
+                best = {name: value.detach().clone() for name, value in model.state_dict().items()}
+            bar.set_postfix(train=f"{loss.item():.3f}", val=f"{val_loss:.3f}", refresh=False)
+    if best is not None:
+        model.load_state_dict(best)
+    return history
