@@ -6,7 +6,7 @@ and must earn every autograded point.
 The second student's names end in `_by_item` so that both live in this one module; the suffix is removed when
 the code goes into a notebook. Names used but not defined here (`masked_attention`, `causal_mask`,
 `padding_mask`, `TokenAndPositionEmbedding`, `TransformerBlock`, `LayerNorm`, `FeedForward`,
-`MultiHeadAttention`, `generate`, `tokenize`, `progress`) are the notebook's own.
+`MultiHeadAttention`, `generate`, `tokenize`, `progress`, `parameter_groups`, `learning_rate`, `evaluate`) are the notebook's own.
 """
 import math
 import re
@@ -479,6 +479,60 @@ def sample(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, generato
     return text
 
 
+def parameter_groups(model, weight_decay):
+    matrices, others = [], []
+    for parameter in model.parameters():
+        if len(parameter.shape) >= 2:
+            matrices.append(parameter)
+        else:
+            others.append(parameter)
+    return [{"params": matrices, "weight_decay": weight_decay}, {"params": others, "weight_decay": 0.0}]
+
+
+def learning_rate(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    if step < warmup_steps:
+        rate = 0.0
+        for _ in range(step + 1):  # one warmup share per update made
+            rate += max_lr / warmup_steps
+        return rate
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return min_lr + 0.5 * (max_lr - min_lr) * (1.0 + math.cos(progress * math.pi))
+
+
+def train_model(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay,
+                max_grad_norm=1.0, eval_every=100, eval_windows=200, generator=None):
+    where = next(model.parameters()).device
+    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=max_lr)
+    history = {"step": [], "train": [], "eval_step": [], "val": [], "best_step": None, "best_val": float("inf")}
+    best = None
+    model.train()
+    for step in range(steps):
+        for group in optimizer.param_groups:  # asked once per group
+            group["lr"] = learning_rate(step, max_lr, warmup_steps, steps)
+        rows = torch.randint(len(train_windows), (batch_size,), generator=generator)
+        batch = train_windows[rows].to(where)
+        logits = model(batch[:, :-1])
+        losses = [F.cross_entropy(logits[b], batch[b, 1:]) for b in range(batch.shape[0])]  # each window's mean
+        loss = sum(losses) / len(losses)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        history["step"].append(step + 1)
+        history["train"].append(loss.item())
+        if (step + 1) % eval_every == 0 or step == steps - 1:
+            score = evaluate(model, val_windows[:eval_windows], batch_size)
+            history["eval_step"].append(step + 1)
+            history["val"].append(score)
+            if score < history["best_val"]:
+                history["best_step"], history["best_val"] = step + 1, score
+                best = {}
+                for name, value in model.state_dict().items():
+                    best[name] = value.clone()
+    model.load_state_dict(best)
+    return history
+
+
 # ================================================================ loops_item: sizes and lengths read on the host
 
 # ---- 01 positional encoding
@@ -848,6 +902,54 @@ def sample_by_item(model, vocab, prompt, n_tokens, temperature=1.0, top_k=None, 
     return prompt + "".join(vocab.decode(written[0].tolist()[len(prompt_ids):]))
 
 
+def parameter_groups_by_item(model, weight_decay):
+    named = list(model.named_parameters())
+    decayed = [p for _, p in named if int(p.dim()) >= 2]
+    return [{"params": decayed, "weight_decay": float(weight_decay)},
+            {"params": [p for _, p in named if int(p.dim()) < 2], "weight_decay": 0.0}]
+
+
+def learning_rate_by_item(step, max_lr, warmup_steps, total_steps, min_lr=0.0):
+    step, warmup_steps, total_steps = int(step), int(warmup_steps), int(total_steps)
+    if step < warmup_steps:
+        return float(max_lr) * (step + 1) / warmup_steps
+    share = torch.tensor((step - warmup_steps) / (total_steps - warmup_steps), dtype=torch.float64)
+    return float(min_lr + (max_lr - min_lr) * (1 + torch.cos(math.pi * share)) / 2)
+
+
+def train_model_by_item(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay,
+                        max_grad_norm=1.0, eval_every=100, eval_windows=200, generator=None):
+    where = next(model.parameters()).device
+    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=max_lr)
+    history = {"step": [], "train": [], "eval_step": [], "val": [], "best_step": None, "best_val": math.inf}
+    best = None
+    model.train()
+    n = int(train_windows.shape[0])
+    for step in range(int(steps)):
+        rate = learning_rate(step, max_lr, warmup_steps, int(steps))
+        for group in optimizer.param_groups:
+            group["lr"] = rate
+        batch = train_windows[torch.randint(n, (int(batch_size),), generator=generator)].to(where)
+        logits = model(batch[:, :-1])
+        V = int(logits.shape[-1])
+        loss = F.cross_entropy(logits.reshape(-1, V), batch[:, 1:].reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]],
+                                       max_grad_norm)
+        optimizer.step()
+        history["step"].append(step + 1)
+        history["train"].append(float(loss.item()))
+        if (step + 1) % int(eval_every) == 0 or step + 1 == int(steps):
+            score = float(evaluate(model, val_windows[:int(eval_windows)], int(batch_size)))
+            history["eval_step"].append(step + 1)
+            history["val"].append(score)
+            if score < history["best_val"]:
+                history["best_step"], history["best_val"] = step + 1, score
+                best = {name: value.detach().cpu().clone() for name, value in model.state_dict().items()}
+    model.load_state_dict(best)
+    return history
+
 
 STUDENTS = {
     "loops": Student(SOURCE, IMPORTS, {
@@ -875,6 +977,9 @@ STUDENTS = {
         "train_val_split": [train_val_split],
         "evaluate": [evaluate],
         "sample": [sample],
+        "parameter_groups": [parameter_groups],
+        "learning_rate": [learning_rate],
+        "train_model": [train_model],
     }),
     "loops_item": Student(SOURCE, IMPORTS, {
         "positional_encoding": [positional_encoding_by_item],
@@ -901,5 +1006,8 @@ STUDENTS = {
         "train_val_split": [train_val_split_by_item],
         "evaluate": [evaluate_by_item],
         "sample": [sample_by_item],
+        "parameter_groups": [parameter_groups_by_item],
+        "learning_rate": [learning_rate_by_item],
+        "train_model": [train_model_by_item],
     }, suffix="_by_item"),
 }
