@@ -16,10 +16,12 @@ PARTIAL_FAILS = {
     "check_causal_mask", "hidden_causal_mask",
     "check_masked_attention", "hidden_masked_attention",
     "check_evaluate", "hidden_evaluate",
+    "check_train_model", "hidden_train_model",
 }
 # The mistakes the partial student made, which the feedback must name: (exercise, mistake id).
 PARTIAL_NAMED = [("TokenAndPositionEmbedding", "unscaled_embedding"), ("attention", "softmax_over_queries"),
-                 ("causal_mask", "diagonal_excluded"), ("evaluate", "same_position_targets")]
+                 ("causal_mask", "diagonal_excluded"), ("evaluate", "same_position_targets"),
+                 ("train_model", "clips_after_step")]
 
 
 @pytest.fixture(scope="module")

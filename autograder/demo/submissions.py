@@ -24,6 +24,8 @@ MISTAKE_EDITS = {
     "attention": [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")],
     "causal_mask": [("key_position <= query_position", "key_position < query_position")],
     "evaluate": [('windows[:, 1:].flatten(), reduction="sum"', 'windows[:, :-1].flatten(), reduction="sum"')],
+    "train_model": [("        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n        optimizer.step()",
+                     "        optimizer.step()\n        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)")],
 }
 # Solution cells the partial student leaves unanswered (their stubs stay).
 LEFT_UNANSWERED = {"masked_attention", "q1_rnn_vs_transformer"}
