@@ -42,3 +42,29 @@ def test_a_block_earns_its_points_while_its_parts_are_still_stubs(block, check, 
     check(written)
     assert "all checks passed" in capsys.readouterr().out
     hidden(written)
+
+
+def test_generate_cached_earns_its_points_while_forward_with_cache_is_still_the_stub(capsys):
+    """05's generate_cached reads forward_with_cache from its notebook: its check and hidden test put a stand-in there
+    (course.checks.transformer.RecomputingForwardWithCache), so a notebook whose forward_with_cache is still the stub
+    loses those points in 5a only. The check also compares it with the notebook's own generate."""
+    from autograder.authoring.reference.transformer import generate, generate_cached
+    from course.checks import check_generate_cached
+    from course.checks.transformer import toy_model
+    from course.fixtures import load
+
+    def forward_with_cache(model, tokens, cache=None):
+        raise NotImplementedError()
+
+    namespace = {"torch": torch, "nn": nn, "forward_with_cache": forward_with_cache, "__name__": "notebook"}
+    for function in (generate, generate_cached):
+        exec(compile(inspect.getsource(function), "<notebook cell>", "exec"), namespace)
+    written = namespace["generate_cached"]
+    model = toy_model(load("transformer")["generate_cached"])
+    with pytest.raises(NotImplementedError):
+        written(model, torch.zeros(1, 1, dtype=torch.long), 1)  # the notebook itself cannot run it yet
+    check_generate_cached(written)
+    shown = capsys.readouterr().out
+    assert "writes the tokens of your generate on cpu" in shown and "all checks passed" in shown
+    assert namespace["forward_with_cache"] is forward_with_cache, "the stand-in is gone once the check is done"
+    hidden_05.test_generate_cached(written)

@@ -20,7 +20,8 @@ from course.checks.report import CheckFailed
 from tests.exercises import MUTANT_MODULES, visible_check
 
 # Fixture entries whose tensors are logits: compared, like the checks compare them, up to a constant per position.
-LOGITS = {("transformer", "DecoderOnlyTransformer"), ("transformer", "EncoderDecoderTransformer")}
+LOGITS = {("transformer", "DecoderOnlyTransformer"), ("transformer", "EncoderDecoderTransformer"),
+          ("transformer", "forward_with_cache")}
 
 
 def _feedback(exercise: str, impl) -> str:

@@ -182,8 +182,8 @@ def test_no_known_mistake_is_called_a_float32_precision_problem(output, expected
     assert float32_precision(output.to(torch.float64), expected) == ""
 
 
-READERS = [("transformer", "generate", ref_05.generate), ("reversal", "per_position_accuracy",
-                                                          ref_06.per_position_accuracy),
+READERS = [("transformer", "generate", ref_05.generate), ("transformer", "generate_cached", ref_05.generate_cached),
+           ("reversal", "per_position_accuracy", ref_06.per_position_accuracy),
            ("shakespeare", "evaluate", ref_07.evaluate), ("shakespeare", "sample", ref_07.sample)]
 
 
@@ -191,7 +191,8 @@ READERS = [("transformer", "generate", ref_05.generate), ("reversal", "per_posit
 def test_the_checks_and_hidden_tests_of_what_reads_a_model_pass_on_log_probabilities(module, exercise, reference,
                                                                                     monkeypatch, capsys):
     """Every hand-made toy model of the checks and hidden tests returns log-probabilities instead of its logits: the
-    reference's generate, per_position_accuracy, evaluate and sample still pass both, so neither assumes raw logits."""
+    reference's generate, generate_cached (through the stand-in for forward_with_cache, which reads the toy model),
+    per_position_accuracy, evaluate and sample still pass both, so neither assumes raw logits."""
     import importlib
 
     from course.checks.transformer import ToyLanguageModel

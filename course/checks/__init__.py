@@ -61,11 +61,15 @@ from course.checks.transformer import (
     check_decoder_block,
     check_decoder_only_transformer,
     check_encoder_decoder_transformer,
+    check_forward_with_cache,
     check_generate,
+    check_generate_cached,
     written_decoder_block,
     written_decoder_only_transformer,
     written_encoder_decoder_transformer,
+    written_forward_with_cache,
     written_generate,
+    written_generate_cached,
 )
 
 __all__ = [
@@ -80,6 +84,7 @@ __all__ = [
     "check_decoder_only_transformer", "check_decoder_block", "check_encoder_decoder_transformer", "check_generate",
     "written_decoder_only_transformer", "written_decoder_block", "written_encoder_decoder_transformer",
     "written_generate",
+    "check_forward_with_cache", "check_generate_cached", "written_forward_with_cache", "written_generate_cached",
     "check_reversal_batch", "check_train_reversal", "check_per_position_accuracy",
     "written_reversal_batch", "written_train_reversal", "written_per_position_accuracy",
     "check_tokenize", "check_vocab", "check_chunk", "check_train_val_split", "check_evaluate", "check_sample",

@@ -1,13 +1,16 @@
-"""Visible checks for notebook 05: `DecoderOnlyTransformer`, `DecoderBlock`, `EncoderDecoderTransformer`, `generate`."""
+"""Visible checks for notebook 05: `DecoderOnlyTransformer`, `DecoderBlock`, `EncoderDecoderTransformer`, `generate`,
+`forward_with_cache`, `generate_cached`."""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from course.checks.attention_block import (expect_no_dropout_in_eval, load_weights, parts_stood_in, torch_mask,
-                                          with_torch_parts)
+from course.checks.attention_block import (FeedForwardStandIn, NormStandIn, expect_no_dropout_in_eval, load_weights,
+                                          parts_stood_in, torch_mask, with_torch_parts)
 from course.checks.compare import expect_tensor, expect_values, is_close
-from course.checks.report import CheckFailed, assert_written, fail, run_steps
+from course.checks.crash import describe_crash_in_check, error_text
+from course.checks.report import CheckFailed, assert_written, fail, run_steps, warnings_on_stdout
+from course.checks.stand_ins import earlier_pieces_replaced, notebook_globals
 from course.device import available_devices, supported_dtypes
 from course.fixtures import load
 
@@ -793,6 +796,446 @@ def check_generate(generate) -> None:
     run_steps("generate", steps)
 
 
+# ---------------------------------------------------------------- forward_with_cache
+
+class _CountingLinear(nn.Linear):
+    """An nn.Linear that notes, in a list it shares with its model, how many positions each call projects."""
+
+    def __init__(self, d_in: int, d_out: int, counts: list):
+        super().__init__(d_in, d_out)
+        self.counts = counts
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.counts.append(x.shape[-2] if x.dim() > 1 else 1)
+        return super().forward(x)
+
+
+MODEL_CALLED = ("forward_with_cache called the model itself, model(...): that runs every position through every layer "
+                "again, the very work the cache is there to save. Run the model's parts on the new tokens only: "
+                "embedding.embed and embedding.pe, then in each block its norms, attn.W_q, W_k, W_v, W_o and ff, then "
+                "norm_final and lm_head.")
+BLOCK_CALLED = ("forward_with_cache called a whole block, block(x, ...): a block attends over the positions it is "
+                "given and nothing else, so it cannot read a cache. Run the block's parts yourself (norm1, attn.W_q, "
+                "W_k, W_v, W_o, ff, norm2), as your TransformerBlock.forward does.")
+ATTENTION_CALLED = ("forward_with_cache called a block's attention, attn(...): its forward computes the keys and values "
+                    "of every position it is given, again. Call attn.W_q, attn.W_k and attn.W_v on the new positions, "
+                    "attend with the cached keys and values, and merge the heads through attn.W_o.")
+
+
+class _AttentionParts(nn.Module):
+    """Stands in for a MultiHeadAttention in the check of forward_with_cache: W_q, W_k, W_v, W_o (W_k and W_v count
+    the positions they project), n_heads and d_head. Calling the module itself fails, saying why."""
+
+    def __init__(self, d_model: int, n_heads: int, counts: list):
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_head = d_model // n_heads
+        self.W_q, self.W_o = (nn.Linear(d_model, d_model) for _ in range(2))
+        self.W_k, self.W_v = _CountingLinear(d_model, d_model, counts), _CountingLinear(d_model, d_model, counts)
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, *args, **kwargs):
+        fail(ATTENTION_CALLED)
+
+
+class _BlockParts(nn.Module):
+    """Stands in for a TransformerBlock: attn, ff (fc1, ReLU, fc2), norm1, norm2 (PyTorch's LayerNorm), norm_first."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, norm_first: bool, counts: list):
+        super().__init__()
+        self.norm_first = bool(norm_first)
+        self.attn = _AttentionParts(d_model, n_heads, counts)
+        self.ff = FeedForwardStandIn(d_model, d_ff)
+        self.norm1, self.norm2 = NormStandIn(d_model), NormStandIn(d_model)
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, *args, **kwargs):
+        fail(BLOCK_CALLED)
+
+
+class _EmbeddingParts(nn.Module):
+    """Stands in for a TokenAndPositionEmbedding: embed, the positional table `pe` (given, as a buffer), max_len and
+    d_model; called, it embeds a sequence from position 0, as notebook 01's layer does."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_len: int, pe: torch.Tensor):
+        super().__init__()
+        self.max_len, self.d_model = max_len, d_model
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.register_buffer("pe", pe.clone(), persistent=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        if tokens.shape[-1] > self.max_len:
+            raise ValueError(f"{tokens.shape[-1]} tokens, but the embedding has positions for max_len={self.max_len}")
+        return self.embed(tokens) * self.d_model ** 0.5 + self.pe[: tokens.shape[-1]]
+
+
+class LanguageModelParts(nn.Module):
+    """What forward_with_cache is given while it is checked (and in its hidden test): the submodules of a
+    DecoderOnlyTransformer under the exercise's names and parameter names, made of PyTorch's layers (nn.Linear,
+    nn.Embedding, nn.LayerNorm) and of the course's stand-ins, so that no piece of notebook 04 counts here. It has no
+    forward of its own: calling it, a block or an attention fails and says why. `projected` lists how many positions
+    each call of a W_k or W_v projected. It drops nothing (`dropout` is taken, as DecoderOnlyTransformer takes it, and
+    ignored: generation runs in eval mode)."""
+
+    def __init__(self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, max_len: int,
+                 pe: torch.Tensor, norm_first: bool = True, dropout: float = 0.0):
+        super().__init__()
+        self.projected: list[int] = []
+        self.embedding = _EmbeddingParts(vocab_size, d_model, max_len, pe)
+        self.dropout = nn.Dropout(0.0)
+        self.blocks = torch.nn.ModuleList([_BlockParts(d_model, n_heads, d_ff, norm_first, self.projected)
+                                           for _ in range(n_layers)])
+        self.norm_final = NormStandIn(d_model) if norm_first else nn.Identity()
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=True)
+
+    def forward(self, *args, **kwargs):
+        fail(MODEL_CALLED)
+
+
+def parts_model(case: dict, device=torch.device("cpu"), dtype=torch.float64) -> LanguageModelParts:
+    """The fixture case's model: its configuration, positional table and stored weights, in eval mode."""
+    model = LanguageModelParts(**case["config"], pe=case["pe"])
+    return load_weights(model.to(device, dtype), case["state"], "the stored weights").eval()
+
+
+CACHE_EARLIER_NOTE = ("(forward_with_cache runs your causal_mask of notebook 03, and your masked_attention if you call "
+                      "it: when their checks fail there, fix those first. The model's parts here are PyTorch's layers "
+                      "holding stored weights, so nothing of notebook 04 counts.)")
+WITH_A_CACHE = ("With a cache, the queries are the T_new new positions and the keys all T_past + T_new: the mask is "
+                "causal_mask(T_new, T_past + T_new), and each layer's new keys and values go after its cached ones "
+                "along the positions axis (dim=-2 of (B, n_heads, T, d_head)).")
+
+
+def _forward_result(result, what: str):
+    if not (isinstance(result, tuple) and len(result) == 2):
+        fail(f"forward_with_cache should return a tuple (logits, cache), but for {what} it returned a "
+             f"{type(result).__name__}" + (f" of length {len(result)}." if isinstance(result, (tuple, list)) else "."))
+    return result
+
+
+def _pieces(case: dict) -> list[tuple[int, int]]:
+    """(start, length) of each piece of the case's tokens, in the order they are fed."""
+    found, start = [], 0
+    for n in case["pieces"]:
+        found.append((start, n))
+        start += n
+    return found
+
+
+def _piece_words(start: int, n: int) -> str:
+    kept = "no cache" if start == 0 else f"{start} positions cached"
+    return f"tokens {start}..{start + n - 1} ({n} new, {kept})" if n > 1 else f"token {start} (1 new, {kept})"
+
+
+def check_forward_with_cache(forward_with_cache) -> None:
+    """The result's form, then the tokens fed in pieces (several, one, several onto a full cache) against the stored
+    logits of the whole model, for both norm orders on every device and dtype (naming known mistakes), the
+    positions projected, and the ValueError past max_len. The model is made of PyTorch's layers."""
+    fixture = load("transformer")["forward_with_cache"]
+    cases = fixture["cases"]
+
+    def call(model, tokens, cache, what, total):
+        """forward_with_cache's (logits, cache) for `what`, `total` positions in all; a crash says what is likely."""
+        try:
+            return _forward_result(forward_with_cache(model, tokens, cache), what)
+        except CheckFailed:
+            raise
+        except ValueError as exc:
+            L = model.embedding.max_len
+            if total > L:
+                raise
+            fail(f"For {what}, forward_with_cache raised ValueError: {exc}\n  That makes {total} positions, and "
+                 f"max_len={L} holds them: only more than max_len is too long.")
+        except Exception as exc:  # noqa: BLE001: a crash onto a cache gets the likely reason
+            if cache is None or isinstance(exc, NotImplementedError):
+                raise
+            fail(f"{describe_crash_in_check(exc)}\n  {WITH_A_CACHE}")
+
+    def form():
+        c = cases[0]
+        model = parts_model(c)
+        B, V = c["tokens"].shape[0], c["config"]["vocab_size"]
+        logits, cache = call(model, c["tokens"][:, :3].clone(), None, "3 tokens and no cache", 3)
+        expect_tensor("The logits of 3 tokens with no cache", logits, shape=(B, 3, V), dtype=torch.float64)
+        logits, _ = call(model, c["tokens"][:, 3:4].clone(), cache, "1 more token", 4)
+        expect_tensor("The logits of 1 more token with 3 cached", logits, shape=(B, 1, V), dtype=torch.float64)
+
+    said = set()
+
+    def pieces_on(device, dtype):
+        def step():
+            for c in cases:
+                model = parts_model(c, device, dtype)
+                order = "pre-norm" if c["config"]["norm_first"] else "post-norm"
+                cache = None
+                for (start, n), run in zip(_pieces(c), c["runs"]):
+                    what = f"The logits of {_piece_words(start, n)}, {order}"
+                    logits, cache = call(model, c["tokens"][:, start:start + n].to(device, copy=True), cache, what,
+                                         start + n)
+                    expect_tensor(what, logits, shape=run["expected"].shape, dtype=dtype, device=device)
+                    try:
+                        expect_logits(what, logits, run["expected"], dtype, run["mistakes"], said)
+                    except CheckFailed as exc:
+                        fail(_unless_named(exc.args[0], CACHE_EARLIER_NOTE))
+        return step
+
+    def new_positions_only():
+        for c in cases:
+            model = parts_model(c)
+            cache = None
+            for start, n in _pieces(c):
+                model.projected.clear()
+                _, cache = call(model, c["tokens"][:, start:start + n].clone(), cache, _piece_words(start, n), start + n)
+                if model.projected and max(model.projected) > n:
+                    fail(f"For {_piece_words(start, n)}, attn.W_k or attn.W_v projected {max(model.projected)} "
+                         f"positions at once, where {n} are new: the keys and values of the cached positions are what "
+                         "the cache keeps. Project the new positions only, and append them to the cache.")
+
+    def past_max_len():
+        c = cases[0]
+        model = parts_model(c)
+        L = c["config"]["max_len"]
+        tokens = torch.randint(0, c["config"]["vocab_size"], (2, L + 1), generator=torch.Generator().manual_seed(59))
+        _, cache = call(model, tokens[:, :L].clone(), None, f"{L} tokens (max_len) and no cache", L)
+        for what, piece, given in ((f"one more token onto a cache of max_len={L} positions", tokens[:, L:], cache),
+                                   (f"{L + 1} tokens and no cache, with max_len={L}", tokens, None)):
+            try:
+                forward_with_cache(model, piece.clone(), given)
+            except ValueError:
+                continue
+            except CheckFailed:
+                raise
+            except Exception as exc:  # noqa: BLE001: the wrong error, said in words
+                fail(f"For {what}, forward_with_cache should raise a ValueError that says the text is longer than "
+                     f"max_len, but it raised {error_text(exc)}\n  Compare T_past + T_new with max_len before anything "
+                     "else.")
+            fail(f"For {what}, forward_with_cache should raise a ValueError (no position past max_len has an "
+                 "encoding), but it returned a result.")
+
+    steps = [("returns (logits (B, T_new, vocab_size), cache)", form)]
+    steps += [(f"fed in pieces (several, one, several onto a cache), gives the whole model's logits {_where(d, t)}",
+               pieces_on(d, t)) for d, t in _grid()]
+    steps += [("projects the new positions only: the cache keeps the old keys and values", new_positions_only),
+              ("raises ValueError past max_len", past_max_len)]
+    run_steps("forward_with_cache", steps)
+
+
+# ---------------------------------------------------------------- generate_cached
+
+class _TokensSoFar:
+    """The cache the stand-in for forward_with_cache hands out: the tokens so far, and which call made it."""
+
+    __slots__ = ("tokens", "call")
+
+    def __init__(self, tokens: torch.Tensor, call: int):
+        self.tokens, self.call = tokens, call
+
+
+class RecomputingForwardWithCache:
+    """Stands in for forward_with_cache while generate_cached is checked (and in its hidden test): it keeps the tokens
+    so far as its cache, runs the model over all of them and returns the logits of the new ones, the contract of
+    forward_with_cache without its saving. Past max_len it raises ValueError, as forward_with_cache does. It records
+    each call: how many tokens came, and the number of the call whose cache came with them (None for none)."""
+
+    def __init__(self):
+        self.calls: list[tuple[int, int | None]] = []
+
+    def clear(self) -> None:
+        self.calls.clear()
+
+    def __call__(self, model, tokens, cache=None):
+        if cache is not None and not isinstance(cache, _TokensSoFar):
+            fail(f"generate_cached handed forward_with_cache a {type(cache).__name__} as its cache: hand back exactly "
+                 "what the call before returned (and None, or nothing, the first time).")
+        seen = tokens if cache is None else torch.cat([cache.tokens, tokens], dim=1)
+        limit = model.embedding.max_len
+        if seen.shape[1] > limit:
+            raise ValueError(f"forward_with_cache (a stand-in, while generate_cached is tested) got {tokens.shape[1]} tokens onto a cache of "
+                             f"{seen.shape[1] - tokens.shape[1]} positions: {seen.shape[1]} in all, but max_len is "
+                             f"{limit}. Each position goes in once: the prompt, then each new token alone.")
+        self.calls.append((tokens.shape[1], None if cache is None else cache.call))
+        logits = model(seen)[:, seen.shape[1] - tokens.shape[1]:]
+        return logits, _TokensSoFar(seen, len(self.calls) - 1)
+
+    def wiring(self, T0: int, new: int) -> str | None:
+        """Why the calls for a prompt of T0 tokens and `new` new ones were not chained, every position once; or None."""
+        for i, (_, given) in enumerate(self.calls):
+            if i == 0 and given is not None:
+                return "The first call of forward_with_cache got a cache: nothing is cached before the prompt (None)."
+            if i > 0 and given is None:
+                return (f"Call {i + 1} of forward_with_cache got no cache: every call after the first needs the cache "
+                        "the call before it returned, or the model sees the new token alone, at position 0.")
+            if i > 0 and given != i - 1:
+                return (f"Call {i + 1} of forward_with_cache got the cache of call {given + 1}, not the one call {i} "
+                        "returned: keep the cache each call returns, and hand that one on.")
+        fed = sum(n for n, _ in self.calls)
+        if fed > T0 + new:
+            return (f"forward_with_cache was given {fed} positions in {len(self.calls)} calls for a prompt of {T0} "
+                    f"tokens and {new} new ones: each position should go in once (the prompt once, then each new "
+                    "token alone), or the cache saves nothing.")
+        return None
+
+
+def _forward_stood_in(generate_cached, stand_in):
+    """While inside, the notebook's forward_with_cache, as generate_cached reads it, is `stand_in`."""
+    return earlier_pieces_replaced(generate_cached, forward_with_cache=stand_in)
+
+
+def check_generate_cached(generate_cached, generate=None) -> None:
+    """With a stand-in for forward_with_cache (RecomputingForwardWithCache) on the toy language model: the result's
+    form, greedy decoding against stored tokens on every device and dtype and seeded sampling against the tokens
+    generate draws (naming known mistakes), the cache handed on and every position fed once, the tokens of the
+    notebook's own `generate` (by default the one generate_cached's notebook defines) when it gives the stored tokens,
+    the ValueError past max_len, eval mode and no_grad."""
+    if generate is None:
+        generate = notebook_globals(generate_cached).get("generate")
+        generate = generate if callable(generate) else None
+    fixture = load("transformer")["generate_cached"]
+    max_len = fixture["max_len"]
+    stand_in = RecomputingForwardWithCache()
+
+    def run(model, prompt, new, **kwargs):
+        stand_in.clear()
+        return generate_cached(model, prompt, new, **kwargs)
+
+    def shape():
+        model = toy_model(fixture)
+        prompt = fixture["greedy"][0]["prompt"].clone()
+        out = run(model, prompt, 4, temperature=0)
+        expect_tensor("generate_cached(model, prompt (B, T0), 4)", out, shape=(prompt.shape[0], prompt.shape[1] + 4))
+        if out.dtype != torch.long:
+            fail(f"The result should be a LongTensor of token ids, but it has dtype {out.dtype}.")
+        if not torch.equal(out[:, : prompt.shape[1]], prompt):
+            fail("The result should start with the prompt itself, followed by the new tokens.")
+        same = run(model, prompt, 0, temperature=0)
+        if not (isinstance(same, torch.Tensor) and torch.equal(same, prompt)):
+            fail("With max_new_tokens=0 the result should be the prompt.")
+
+    def greedy_on(device, dtype):
+        def step():
+            model = toy_model(fixture, device, dtype)
+            for c in fixture["greedy"]:
+                prompt = c["prompt"].to(device, copy=True)
+                out = run(model, prompt, c["max_new_tokens"], temperature=0)
+                described = (f"Greedy decoding of a prompt of {prompt.shape[1]} tokens, {c['max_new_tokens']} new "
+                             f"(max_len {max_len})")
+                _expect_tokens(described, out, c["expected"], c["mistakes"], device)
+        return step
+
+    def sampled(c):
+        def step():
+            model = toy_model(fixture)
+            out = run(model, c["prompt"].clone(), c["max_new_tokens"], temperature=c["temperature"], top_k=c["top_k"],
+                      generator=torch.Generator().manual_seed(c["seed"]))
+            described = (f"Sampled at temperature {c['temperature']}, top_k={c['top_k']}, with a generator seeded "
+                         f"{c['seed']}, the result")
+            try:
+                _expect_tokens(described, out, c["expected"], c["mistakes"], torch.device("cpu"))
+            except CheckFailed as exc:
+                if "This is a known mistake" in exc.args[0]:
+                    raise
+                fail(f"{exc.args[0]}\n  The expected tokens are generate's, with a generator seeded alike. Draw "
+                     "exactly as generate does: one torch.multinomial(probabilities, 1, generator=generator) per "
+                     "step for the whole batch, from softmax(logits / temperature) after top-k.")
+        return step
+
+    def wiring():
+        model = toy_model(fixture)
+        for c in fixture["greedy"]:
+            prompt = c["prompt"].clone()
+            run(model, prompt, c["max_new_tokens"], temperature=0)
+            problem = stand_in.wiring(prompt.shape[1], c["max_new_tokens"])
+            if problem:
+                fail(problem)
+
+    def generate_unfit() -> str:
+        """Why the notebook's generate is no yardstick here ("" when it gives the stored tokens)."""
+        try:
+            with warnings_on_stdout():
+                for c in fixture["greedy"] + fixture["sampling"]:
+                    kwargs = {"temperature": c.get("temperature", 0), "top_k": c.get("top_k")}
+                    if "seed" in c:
+                        kwargs["generator"] = torch.Generator().manual_seed(c["seed"])
+                    mine = generate(toy_model(fixture), c["prompt"].clone(), c["max_new_tokens"], **kwargs)
+                    if not (isinstance(mine, torch.Tensor) and torch.equal(mine.cpu(), c["expected"])):
+                        return "Your generate does not give the stored tokens (its own check says why)"
+        except NotImplementedError:
+            return "Your generate is not written yet"
+        except Exception as exc:  # noqa: BLE001: generate's own check reports its crash
+            return f"Your generate raised {type(exc).__name__} (its own check says why)"
+        return ""
+
+    def like_generate_on(device):
+        def step():
+            model = toy_model(fixture, device)
+            for c in fixture["greedy"] + fixture["sampling"]:
+                kwargs = dict(temperature=c.get("temperature", 0), top_k=c.get("top_k"))
+                outs = []
+                for implementation in (generate, generate_cached):
+                    if "seed" in c:
+                        kwargs["generator"] = torch.Generator(device).manual_seed(c["seed"])
+                    stand_in.clear()
+                    outs.append(implementation(model, c["prompt"].to(device, copy=True), c["max_new_tokens"],
+                                               **kwargs))
+                expect_tensor("generate_cached's result", outs[1], shape=outs[0].shape, device=device)
+                if not torch.equal(outs[0], outs[1]):
+                    words = "greedily" if not kwargs["temperature"] else \
+                        f"at temperature {kwargs['temperature']}, top_k={kwargs['top_k']}, with generators seeded alike"
+                    fail(f"On {device.type}, {words}, generate_cached wrote other tokens than your generate: "
+                         f"{outs[1].tolist()} where generate wrote {outs[0].tolist()}.")
+        return step
+
+    def limit():
+        model = toy_model(fixture)
+        prompt = fixture["greedy"][0]["prompt"].clone()
+        T0 = prompt.shape[1]
+        try:
+            run(model, prompt, max_len - T0, temperature=0)
+        except ValueError as exc:
+            fail(f"A prompt of {T0} tokens and {max_len - T0} new ones fill max_len={max_len} exactly, which a cache "
+                 f"holds, but generate_cached raised ValueError: {exc}. Only more than max_len is too long.")
+        try:
+            run(model, prompt, max_len - T0 + 1, temperature=0)
+        except ValueError:
+            return
+        fail(f"A prompt of {T0} tokens and {max_len - T0 + 1} new ones make {max_len + 1} positions, more than "
+             f"max_len={max_len}: generate_cached should raise a ValueError that says to use generate (which crops), "
+             "but it returned a result.")
+
+    def modes():
+        prompt = fixture["greedy"][0]["prompt"].clone()
+        expect_evaluation_mode("generate_cached", lambda m: run(m, prompt, 3, temperature=0),
+                               toy_model(fixture, dropout=0.5), "Call model.eval() before generating.",
+                               "Put it back in the mode it was in (read model.training at the start; give that value "
+                               "to model.train(...) at the end).")
+
+    def prompt_unchanged():
+        model = toy_model(fixture)
+        prompt = fixture["greedy"][1]["prompt"].clone()
+        before = prompt.clone()
+        run(model, prompt, 4, temperature=0.8, top_k=3, generator=torch.Generator().manual_seed(1))
+        if not torch.equal(prompt, before):
+            fail("generate_cached changed the prompt in place; build new tensors (torch.cat) instead.")
+
+    steps = [("returns the prompt followed by the new tokens", shape)]
+    steps += [(f"greedy decoding gives the stored tokens {_where(d, t)}", greedy_on(d, t)) for d, t in _grid()]
+    steps += [(f"sampling at temperature {c['temperature']}" + _top_k_words(c["top_k"], fixture["follow"].shape[0])
+               + " draws generate's tokens from a seeded generator", sampled(c)) for c in fixture["sampling"]]
+    steps += [("hands each call of forward_with_cache the cache the call before returned; every position goes in "
+               "once", wiring)]
+    unfit = generate_unfit() if generate is not None else ""
+    if generate is not None and not unfit:
+        steps += [(f"writes the tokens of your generate on {d.type} (greedy, and sampled from generators seeded "
+                   "alike)", like_generate_on(d)) for d in available_devices()]
+    steps += [("raises ValueError past max_len, and works up to it", limit),
+              ("runs the model in eval mode without gradients and restores its mode", modes),
+              ("leaves the prompt unchanged", prompt_unchanged)]
+    if unfit:
+        print(f"ℹ {unfit}, so generate_cached is compared with the stored tokens only.")
+    with _forward_stood_in(generate_cached, stand_in):
+        run_steps("generate_cached", steps)
+
+
 # ---------------------------------------------------------------- written_*
 
 def written_decoder_only_transformer(DecoderOnlyTransformer) -> None:
@@ -814,3 +1257,15 @@ def written_generate(generate) -> None:
     fixture = load("transformer")["generate"]
     assert_written("generate", lambda: generate(toy_model(fixture), torch.zeros(1, 1, dtype=torch.long), 1,
                                                 temperature=0))
+
+
+def written_forward_with_cache(forward_with_cache) -> None:
+    case = load("transformer")["forward_with_cache"]["cases"][0]
+    assert_written("forward_with_cache", lambda: forward_with_cache(parts_model(case), case["tokens"][:, :2].clone()))
+
+
+def written_generate_cached(generate_cached) -> None:
+    fixture = load("transformer")["generate_cached"]
+    with _forward_stood_in(generate_cached, RecomputingForwardWithCache()):
+        assert_written("generate_cached", lambda: generate_cached(toy_model(fixture), torch.zeros(1, 1, dtype=torch.long),
+                                                                  1, temperature=0))

@@ -8,7 +8,7 @@ from course.plots.masking import show_padding_mask, show_causal_attention, show_
 from course.plots.attention_block import (random_attention, show_attention_heads, show_block_diagram,  # noqa: F401
                                           show_head_split, show_norm_axes, compare_layer_norm_with_batch_norm)
 from course.plots.transformer import (show_encoder_decoder_flow, show_teacher_forcing, show_temperature_and_top_k,  # noqa: F401
-                                      train_tiny_reverser, show_cross_attention)
+                                      train_tiny_reverser, show_cross_attention, show_cache_speed)
 from course.plots.reversal import (  # noqa: F401
     compare_teacher_forced_and_generation, mirror_weights, show_ngram_baselines, show_reversal_training,
     show_trained_attention)

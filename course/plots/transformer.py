@@ -1,5 +1,6 @@
 """05 · The whole architecture: the encoder-decoder's data flow, teacher forcing, the cross-attention a tiny
-encoder-decoder learns when it is trained to reverse letters, temperature and top-k."""
+encoder-decoder learns when it is trained to reverse letters, temperature and top-k, and what a key-value cache saves
+in generation."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from course.plots.drawing import not_written_yet, heatmap
+from course.progress_bar import progress
+
 
 def _flow_box(ax, x, y, w, h, text, color, fontsize=9):
     from matplotlib.patches import FancyBboxPatch
@@ -175,7 +178,7 @@ def train_tiny_reverser(EncoderDecoderTransformer, steps: int | None = None, see
         optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
         generator = torch.Generator().manual_seed(seed)
         losses = []
-        for _ in range(steps):
+        for _ in progress(range(steps), "training"):  # a few seconds, a minute on a busy machine
             source, decoder_input, labels = reversal_pairs(batch_size, generator)
             logits = model(source, decoder_input)  # (B, LENGTH, 11)
             loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
@@ -266,3 +269,80 @@ def strongest_stray_weight(weights: torch.Tensor) -> tuple[int, int, int, float]
     stray = weights.masked_fill(away < 2, float("-inf"))
     head, t, s = (int(i) for i in torch.unravel_index(stray.argmax(), stray.shape))
     return head, t, s, stray[head, t, s].item()
+
+
+# The model and the lengths the cache's timing cell uses (bench/kv_cache.py measures the same): an untrained
+# DecoderOnlyTransformer, a prompt of CACHE_PROMPT tokens, then each number of new tokens, greedily.
+CACHE_MODEL = dict(vocab_size=64, d_model=64, n_heads=4, d_ff=128, n_layers=2, max_len=264)
+CACHE_PROMPT = 8
+CACHE_LENGTHS = (32, 64, 128, 256)
+CACHE_LENGTHS_GRADED = (16, 32, 64)  # graded runs are kept short
+CACHE_REPEATS, CACHE_REPEATS_GRADED = 3, 1
+
+
+def time_cached_generation(model, prompt, lengths, repeats, generate, generate_cached) -> list[dict]:
+    """For each number of new tokens: the median seconds of `repeats` greedy runs of each generator, the two taking
+    turns, each run's seconds ("runs"), and whether they wrote the same tokens."""
+    import statistics
+    import time
+
+    rows = []
+    for n in lengths:
+        seconds = {"generate": [], "generate_cached": []}
+        written = {}
+        for _ in range(repeats):
+            for name, write in (("generate", generate), ("generate_cached", generate_cached)):
+                started = time.perf_counter()
+                written[name] = write(model, prompt, n, temperature=0)
+                seconds[name].append(time.perf_counter() - started)
+        rows.append({"new": n, "generate": statistics.median(seconds["generate"]),
+                     "generate_cached": statistics.median(seconds["generate_cached"]),
+                     "same": torch.equal(written["generate"], written["generate_cached"]), "runs": seconds})
+    return rows
+
+
+def show_cache_speed(DecoderOnlyTransformer, generate, generate_cached, lengths=None, repeats=None, seed=0) -> None:
+    """Time the student's `generate` against their `generate_cached` on one CPU thread, on an untrained
+    DecoderOnlyTransformer(**CACHE_MODEL) after a prompt of CACHE_PROMPT tokens, for each number of new tokens in
+    `lengths` (CACHE_LENGTHS; CACHE_LENGTHS_GRADED, once each, while the notebook is graded); draw the median seconds
+    of both against the number of new tokens, and print the speed-up at each length and whether both wrote the same
+    tokens. Says so kindly when a piece is not written yet or fails."""
+    from course.runtime import under_grading
+
+    graded = under_grading()
+    lengths = lengths or (CACHE_LENGTHS_GRADED if graded else CACHE_LENGTHS)
+    repeats = repeats or (CACHE_REPEATS_GRADED if graded else CACHE_REPEATS)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: steady figures on a shared machine, and tensors this small run fastest so
+    try:
+        torch.manual_seed(seed)
+        model = DecoderOnlyTransformer(**CACHE_MODEL).eval()
+        prompt = torch.randint(0, CACHE_MODEL["vocab_size"], (1, CACHE_PROMPT),
+                               generator=torch.Generator().manual_seed(seed))
+        time_cached_generation(model, prompt, (2,), 1, generate, generate_cached)  # warm-up: first calls are slow
+        rows = time_cached_generation(model, prompt, lengths, repeats, generate, generate_cached)
+    except NotImplementedError:
+        return not_written_yet("DecoderOnlyTransformer, generate and generate_cached")
+    except Exception as error:  # a broken piece must not stop the notebook
+        print(f"⏳ Timing the two generators raised {type(error).__name__}: {error}. The checks above show where; this "
+              "figure waits for them.")
+        return None
+    finally:
+        torch.set_num_threads(threads)
+    new = [row["new"] for row in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    left.plot(new, [row["generate"] for row in rows], "o-", color="tab:red", label="generate (the whole text each step)")
+    left.plot(new, [row["generate_cached"] for row in rows], "o-", color="tab:blue",
+              label="generate_cached (one position each step)")
+    left.set(xlabel="new tokens", ylabel="seconds (median)", title=f"writing after a prompt of {CACHE_PROMPT} tokens, "
+             "one CPU thread")
+    left.legend(fontsize=8)
+    right.bar([str(n) for n in new], [row["generate"] / row["generate_cached"] for row in rows], color="tab:green")
+    right.axhline(1, color="black", linewidth=1, linestyle="--")
+    right.set(xlabel="new tokens", ylabel="generate's seconds / generate_cached's", title="speed-up of the cache")
+    fig.tight_layout()
+    plt.show()
+    for row in rows:
+        print(f"{row['new']:4d} new tokens: generate {row['generate']:.3f} s, generate_cached {row['generate_cached']:.3f} "
+              f"s, {row['generate'] / row['generate_cached']:.1f} times as fast; "
+              f"{'the same tokens' if row['same'] else 'OTHER TOKENS: see the checks above'}")

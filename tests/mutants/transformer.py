@@ -1,10 +1,15 @@
-"""Mutants and variants for notebook 05."""
+"""Mutants and variants for notebook 05. The generate_cached ones call forward_with_cache by the notebook's name, where
+their check and hidden test put a stand-in."""
+import math
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from autograder.authoring.mistakes import for_exercise
 from autograder.authoring.reference import transformer as ref
+from autograder.authoring.reference.masking import masked_attention
+from autograder.authoring.reference.transformer import forward_with_cache  # noqa: F401 (generate_cached's read it)
 from autograder.authoring.reference.attention_block import LayerNorm, MultiHeadAttention, TransformerBlock
 from autograder.authoring.reference.masking import causal_mask, padding_mask
 from autograder.authoring.reference.positional_encoding import TokenAndPositionEmbedding
@@ -606,6 +611,282 @@ class encoder_decoder_logits_doubled(ref.EncoderDecoderTransformer):  # a temper
         return 2 * super().forward(src, tgt, src_lengths)
 
 
+# ---------------------------------------------------------------- forward_with_cache
+
+def _embedded(model, tokens, T_past):
+    emb = model.embedding
+    T = T_past + tokens.shape[1]
+    if T > emb.max_len:
+        raise ValueError(f"{T} positions, more than max_len={emb.max_len}")
+    return emb.embed(tokens) * math.sqrt(emb.embed.embedding_dim) + emb.pe[T_past:T]
+
+
+def _finish_block(block, x, attended):
+    """The rest of a block once its attention's output (after W_o) is known."""
+    if block.norm_first:
+        x = x + attended
+        return x + block.ff(block.norm2(x))
+    x = block.norm1(x + attended)
+    return block.norm2(x + block.ff(x))
+
+
+def _heads(t, n_heads):  # (B, T, d_model) -> (B, n_heads, T, d_head)
+    B, T, d = t.shape
+    return t.view(B, T, n_heads, d // n_heads).transpose(1, 2)
+
+
+def _merged(t):  # (B, n_heads, T, d_head) -> (B, T, d_model)
+    B, h, T, d = t.shape
+    return t.transpose(1, 2).reshape(B, T, h * d)
+
+
+def _plain(model, tokens, cache=None, *, mask_of=None, cat_dim=-2, final_norm=True, length_check=True):
+    """forward_with_cache with a list of (K, V) per layer, each (B, n_heads, T, d_head); the mask is
+    mask_of(T_new, T, device) (causal_mask(T_new, T) on the device by default), the new keys are appended along
+    cat_dim."""
+    T_past = 0 if cache is None else cache[0][0].shape[-2]
+    T_new = tokens.shape[1]
+    emb = model.embedding
+    if length_check:
+        x = _embedded(model, tokens, T_past)
+    else:  # the table's rows run out: a shape error, not a ValueError
+        x = emb.embed(tokens) * math.sqrt(emb.embed.embedding_dim) + emb.pe[T_past:T_past + T_new]
+    mask = (mask_of or (lambda q, k, device: causal_mask(q, k, device=device)))(T_new, T_past + T_new, tokens.device)
+    kept = []
+    for i, block in enumerate(model.blocks):
+        attn = block.attn
+        h = block.norm1(x) if block.norm_first else x
+        q, k, v = (_heads(W(h), attn.n_heads) for W in (attn.W_q, attn.W_k, attn.W_v))
+        if cache is not None:
+            k, v = torch.cat([cache[i][0], k], dim=cat_dim), torch.cat([cache[i][1], v], dim=cat_dim)
+        kept.append((k, v))
+        x = _finish_block(block, x, attn.W_o(_merged(masked_attention(q, k, v, mask)[0])))
+    return model.lm_head(model.norm_final(x) if final_norm else x), kept
+
+
+def forward_with_cache_list_variant(model, tokens, cache=None):  # a list of (K, V) per layer, helpers of its own
+    return _plain(model, tokens, cache)
+
+
+def square_mask(model, tokens, cache=None):  # causal_mask(T_new): ignores the cache (several tokens onto one crash)
+    return _plain(model, tokens, cache, mask_of=lambda q, k, device: causal_mask(q, device=device))
+
+
+def mask_on_the_cpu(model, tokens, cache=None):  # causal_mask(T_new, T) without device=: right on the CPU only
+    return _plain(model, tokens, cache, mask_of=lambda q, k, device: causal_mask(q, k))
+
+
+def appended_along_the_heads(model, tokens, cache=None):  # torch.cat(..., dim=1): the heads' axis, not the positions'
+    return _plain(model, tokens, cache, cat_dim=1)
+
+
+def no_max_len_check(model, tokens, cache=None):
+    return _plain(model, tokens, cache, length_check=False)
+
+
+def no_final_norm_cached(model, tokens, cache=None):
+    return _plain(model, tokens, cache, final_norm=False)
+
+
+def runs_the_whole_model(model, tokens, cache=None):  # "caches" the tokens and runs model(all of them)
+    seen = tokens if cache is None else torch.cat([cache, tokens], dim=1)
+    return model(seen)[:, -tokens.shape[1]:], seen
+
+
+def projects_cached_inputs_again(model, tokens, cache=None):
+    """Caches what enters each layer's attention and projects all of it again: right logits, no saving."""
+    T_past = 0 if cache is None else cache[0].shape[1]
+    x = _embedded(model, tokens, T_past)
+    T_new = tokens.shape[1]
+    mask = causal_mask(T_new, T_past + T_new, device=tokens.device)
+    kept = []
+    for i, block in enumerate(model.blocks):
+        attn = block.attn
+        h = block.norm1(x) if block.norm_first else x
+        everything = h if cache is None else torch.cat([cache[i], h], dim=1)
+        kept.append(everything)
+        q = _heads(attn.W_q(h), attn.n_heads)
+        k, v = _heads(attn.W_k(everything), attn.n_heads), _heads(attn.W_v(everything), attn.n_heads)
+        x = _finish_block(block, x, attn.W_o(_merged(masked_attention(q, k, v, mask)[0])))
+    return model.lm_head(model.norm_final(x)), kept
+
+
+def forward_with_cache_stacked_variant(model, tokens, cache=None):
+    """The whole cache as one tensor (n_layers, 2, B, n_heads, T, d_head), attention by scaled_dot_product_attention."""
+    T_past = 0 if cache is None else cache.shape[-2]
+    x = _embedded(model, tokens, T_past)
+    T_new = tokens.shape[1]
+    allowed = torch.ones(T_new, T_past + T_new, dtype=torch.bool, device=tokens.device).tril(T_past)
+    layers = []
+    for i, block in enumerate(model.blocks):
+        attn = block.attn
+        h = block.norm1(x) if block.norm_first else x
+        q, k, v = (_heads(W(h), attn.n_heads) for W in (attn.W_q, attn.W_k, attn.W_v))
+        if cache is not None:
+            k, v = torch.cat([cache[i, 0], k], dim=-2), torch.cat([cache[i, 1], v], dim=-2)
+        layers.append(torch.stack([k, v]))
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        x = _finish_block(block, x, attn.W_o(_merged(heads)))
+    return model.lm_head(model.norm_final(x)), torch.stack(layers)
+
+
+def forward_with_cache_before_split_variant(model, tokens, cache=None):
+    """Keys and values cached as (B, T, d_model), as W_k and W_v give them, split into heads after each append;
+    a dict cache; the attention written out with einsum and -1e9 for the masked scores."""
+    layers = [] if cache is None else cache["layers"]
+    T_past = 0 if cache is None else cache["length"]
+    x = _embedded(model, tokens, T_past)
+    B, T_new, d_model = x.shape
+    T = T_past + T_new
+    blocked = torch.arange(T, device=x.device)[None, :] > torch.arange(T_past, T, device=x.device)[:, None]
+    kept = []
+    for i, block in enumerate(model.blocks):
+        attn = block.attn
+        h = block.norm1(x) if block.norm_first else x
+        k_all, v_all = attn.W_k(h), attn.W_v(h)
+        if layers:
+            k_all, v_all = torch.cat([layers[i][0], k_all], dim=1), torch.cat([layers[i][1], v_all], dim=1)
+        kept.append((k_all, v_all))
+        q, k, v = _heads(attn.W_q(h), attn.n_heads), _heads(k_all, attn.n_heads), _heads(v_all, attn.n_heads)
+        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
+        weights = scores.masked_fill(blocked, -1e9).softmax(-1)
+        x = _finish_block(block, x, attn.W_o(_merged(torch.einsum("bhqk,bhkd->bhqd", weights, v))))
+    return model.lm_head(model.norm_final(x)), {"layers": kept, "length": T}
+
+
+def forward_with_cache_one_position_at_a_time_variant(model, tokens, cache=None):
+    """A loop over the new positions: each goes through the model alone, onto the cache the one before it left."""
+    if cache is None:
+        cache = [None] * len(model.blocks)
+    T_past = 0 if cache[0] is None else cache[0][0].shape[-2]
+    if T_past + tokens.shape[1] > model.embedding.max_len:
+        raise ValueError("past max_len")
+    outs = []
+    for t in range(tokens.shape[1]):
+        position = T_past + t
+        x = _embedded(model, tokens[:, t:t + 1], position)
+        new = []
+        for i, block in enumerate(model.blocks):
+            attn = block.attn
+            h = block.norm1(x) if block.norm_first else x
+            q, k, v = (_heads(W(h), attn.n_heads) for W in (attn.W_q, attn.W_k, attn.W_v))
+            if cache[i] is not None:
+                k, v = torch.cat([cache[i][0], k], dim=2), torch.cat([cache[i][1], v], dim=2)
+            new.append((k, v))
+            weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # one query sees all
+            x = _finish_block(block, x, attn.W_o(_merged(weights @ v)))
+        cache = new
+        outs.append(model.lm_head(model.norm_final(x)))
+    return torch.cat(outs, dim=1), cache
+
+
+# ---------------------------------------------------------------- generate_cached
+
+def _cached_generic(model, prompt, max_new_tokens, choose, *, check=lambda T0, n, L: T0 + n > L, feed=None,
+                    eval_mode=True, grad=False, restore=True):
+    """generate_cached with one detail changed. `feed(tokens, chosen)` gives (what the next call reads, whether it
+    gets the cache); by default the chosen token, with it."""
+    if check(prompt.shape[1], max_new_tokens, model.embedding.max_len):
+        raise ValueError("longer than max_len: use generate")
+    was = model.training
+    if eval_mode:
+        model.eval()
+    tokens, fed, cache, hand_on = prompt, prompt, None, True
+    with torch.set_grad_enabled(grad):
+        for _ in range(max_new_tokens):
+            logits, cache = forward_with_cache(model, fed, cache if hand_on else None)
+            chosen = choose(logits[:, -1])
+            tokens = torch.cat([tokens, chosen], dim=1)
+            fed, hand_on = (chosen, True) if feed is None else feed(tokens, chosen)
+    if restore:
+        model.train(was)
+    return tokens
+
+
+def whole_text_each_step(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator),
+                           feed=lambda tokens, chosen: (tokens, True))
+
+
+def recomputes_without_a_cache(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator),
+                           feed=lambda tokens, chosen: (tokens, False))
+
+
+def no_length_check(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator),
+                           check=lambda T0, n, L: False)
+
+
+def cached_ignores_generator(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, top_k, None))
+
+
+def cached_no_eval_mode(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator), eval_mode=False)
+
+
+def cached_with_gradients(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator), grad=True)
+
+
+def cached_leaves_eval_mode(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator), restore=False)
+
+
+def cached_returns_new_tokens_only(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, top_k, generator))[:, prompt.shape[1]:]
+
+
+def cached_top_k_ignored(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_generic(model, prompt, max_new_tokens, _standard(temperature, None, generator))
+
+
+def generate_cached_prompt_token_by_token_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None,
+                                                  generator=None):
+    """The prompt fed one token at a time, the last token chosen fed too (one pass more), a while loop, the length
+    checked up front."""
+    if prompt.shape[1] + max_new_tokens > model.embedding.max_len:
+        raise ValueError("the text would be longer than max_len: use generate, which crops")
+    was = model.training
+    model.eval()
+    choose = _standard(temperature, top_k, generator)
+    with torch.no_grad():
+        cache = None
+        for t in range(prompt.shape[1]):
+            logits, cache = forward_with_cache(model, prompt[:, t:t + 1], cache)
+        tokens = prompt
+        while tokens.shape[1] < prompt.shape[1] + max_new_tokens:
+            chosen = choose(logits[:, -1])
+            tokens = torch.cat([tokens, chosen], dim=1)
+            logits, cache = forward_with_cache(model, chosen, cache)
+    model.train(was)
+    return tokens
+
+
+def generate_cached_python_lists_variant(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    """The new tokens kept in a Python list of (B, 1) tensors and joined at the end; top-k by sorting."""
+    if prompt.shape[1] + max_new_tokens > int(model.embedding.max_len):
+        raise ValueError("too long for a cache: use generate")
+    was = model.training
+    model.eval()
+    chosen, cache = [], None
+    with torch.no_grad():
+        for step in range(max_new_tokens):
+            logits, cache = forward_with_cache(model, prompt if step == 0 else chosen[-1], cache)
+            logits = logits[:, -1]
+            if temperature == 0:
+                chosen.append(torch.max(logits, dim=-1).indices[:, None])
+                continue
+            logits = logits / temperature
+            if top_k is not None and top_k < logits.shape[-1]:
+                cutoff = logits.sort(dim=-1, descending=True).values[:, top_k - 1:top_k]
+                logits = logits.masked_fill(logits < cutoff, float("-inf"))
+            chosen.append(torch.multinomial(F.softmax(logits, dim=-1), num_samples=1, generator=generator))
+    model.train(was)
+    return torch.cat([prompt, *chosen], dim=1)
+
+
 MUTANTS = [
     ("DecoderOnlyTransformer", tied_head),
     ("DecoderOnlyTransformer", returns_probabilities),
@@ -642,6 +923,22 @@ MUTANTS = [
     ("DecoderOnlyTransformer", logits_scaled_per_position),
     ("DecoderOnlyTransformer", logits_shifted_across_vocabulary),
     ("EncoderDecoderTransformer", encoder_decoder_logits_doubled),
+    ("forward_with_cache", square_mask),
+    ("forward_with_cache", mask_on_the_cpu),
+    ("forward_with_cache", appended_along_the_heads),
+    ("forward_with_cache", runs_the_whole_model),
+    ("forward_with_cache", projects_cached_inputs_again),
+    ("forward_with_cache", no_max_len_check),
+    ("forward_with_cache", no_final_norm_cached),
+    ("generate_cached", whole_text_each_step),
+    ("generate_cached", recomputes_without_a_cache),
+    ("generate_cached", no_length_check),
+    ("generate_cached", cached_ignores_generator),
+    ("generate_cached", cached_no_eval_mode),
+    ("generate_cached", cached_with_gradients),
+    ("generate_cached", cached_leaves_eval_mode),
+    ("generate_cached", cached_returns_new_tokens_only),
+    ("generate_cached", cached_top_k_ignored),
 ]
 
 VARIANTS = [
@@ -661,8 +958,14 @@ VARIANTS = [
     ("DecoderOnlyTransformer", decoder_only_log_probabilities),
     ("DecoderOnlyTransformer", decoder_only_max_subtracted),
     ("EncoderDecoderTransformer", encoder_decoder_log_probabilities),
+    ("forward_with_cache", forward_with_cache_list_variant),
+    ("forward_with_cache", forward_with_cache_stacked_variant),
+    ("forward_with_cache", forward_with_cache_before_split_variant),
+    ("forward_with_cache", forward_with_cache_one_position_at_a_time_variant),
+    ("generate_cached", generate_cached_prompt_token_by_token_variant),
+    ("generate_cached", generate_cached_python_lists_variant),
 ] + [("EncoderDecoderTransformer", model) for model in MODELS_WITH_WRONG_BLOCKS]
 
 # Mutants that differ from a correct implementation only on a second real device (tests/test_mutants.py skips them
 # where the CPU is the only device, saying so).
-NEEDS_SECOND_DEVICE = {mask_on_default_device, next_token_from_the_host}
+NEEDS_SECOND_DEVICE = {mask_on_default_device, next_token_from_the_host, mask_on_the_cpu}

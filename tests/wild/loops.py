@@ -334,6 +334,60 @@ def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generat
     return torch.stack(rows)
 
 
+def forward_with_cache(model, tokens, cache=None):
+    """One new position at a time; the cache a list, per layer, of two lists of (B, n_heads, 1, d_head) tensors."""
+    T_past = 0 if cache is None else len(cache[0][0])
+    if T_past + tokens.shape[1] > model.embedding.max_len:
+        raise ValueError(f"{T_past} cached and {tokens.shape[1]} new positions pass max_len={model.embedding.max_len}")
+    if cache is None:
+        cache = [([], []) for _ in model.blocks]
+    d_model = model.embedding.embed.embedding_dim
+    outputs = []
+    for t in range(tokens.shape[1]):
+        x = model.embedding.embed(tokens[:, t:t + 1]) * math.sqrt(d_model) + model.embedding.pe[T_past + t]
+        for block, (keys, values) in zip(model.blocks, cache):
+            attn = block.attn
+            B, n_heads = x.shape[0], attn.n_heads
+            h = block.norm1(x) if block.norm_first else x
+            split = lambda y: y.reshape(B, 1, n_heads, d_model // n_heads).transpose(1, 2)  # noqa: E731
+            q = split(attn.W_q(h))
+            keys.append(split(attn.W_k(h)))
+            values.append(split(attn.W_v(h)))
+            K, V = torch.cat(keys, dim=2), torch.cat(values, dim=2)  # every position so far: this query sees them all
+            weights = torch.softmax(q @ K.transpose(-2, -1) / math.sqrt(d_model // n_heads), dim=-1)
+            out = attn.W_o((weights @ V).transpose(1, 2).reshape(B, 1, d_model))
+            if block.norm_first:
+                x = x + out
+                x = x + block.ff(block.norm2(x))
+            else:
+                x = block.norm1(x + out)
+                x = block.norm2(x + block.ff(x))
+        outputs.append(model.lm_head(model.norm_final(x)))
+    return torch.cat(outputs, dim=1), cache
+
+
+def generate_cached(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    if prompt.shape[1] + max_new_tokens > model.embedding.max_len:
+        raise ValueError("the text would pass max_len, and a cache cannot crop: use generate")
+    was_training = model.training
+    model.eval()
+    written, cache, fed = [], None, prompt
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits, cache = forward_with_cache(model, fed, cache)
+            logits = logits[:, -1]
+            if temperature == 0:
+                fed = logits.argmax(dim=-1, keepdim=True)
+            else:
+                logits = logits / temperature
+                if top_k is not None and top_k < logits.shape[-1]:
+                    smallest_kept = torch.topk(logits, top_k, dim=-1).values[:, -1:]
+                    logits = logits.masked_fill(logits < smallest_kept, float("-inf"))
+                fed = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
+            written.append(fed)
+    model.train(was_training)
+    return torch.cat([prompt] + written, dim=1)
+
 # ---- 06 reversal
 
 def reversal_batch(batch_size, half_len, vocab_size, generator=None):
@@ -794,6 +848,61 @@ def generate_by_item(model, prompt, max_new_tokens, temperature=1.0, top_k=None,
     return torch.tensor(sequences, dtype=torch.long, device=prompt.device).reshape(len(sequences), -1)
 
 
+def forward_with_cache_by_item(model, tokens, cache=None):
+    """The cache a dict: the number of positions and, per layer, keys and values (B, n_heads, T, d_head)."""
+    B, T_new = int(tokens.shape[0]), int(tokens.shape[1])
+    T_past = 0 if cache is None else int(cache["length"])
+    T = T_past + T_new
+    if T > int(model.embedding.max_len):
+        raise ValueError(f"{T} positions pass max_len={int(model.embedding.max_len)}")
+    d_model = int(model.embedding.embed.embedding_dim)
+    x = model.embedding.embed(tokens) * math.sqrt(d_model) + model.embedding.pe[T_past:T]
+    mask = causal_mask(T_new, T, device=tokens.device)
+    layers = []
+    for i, block in enumerate(model.blocks):
+        attn = block.attn
+        n_heads = int(attn.n_heads)
+        h = block.norm1(x) if block.norm_first else x
+        q, k, v = (W(h).reshape(B, T_new, n_heads, d_model // n_heads).transpose(1, 2)
+                   for W in (attn.W_q, attn.W_k, attn.W_v))
+        if cache is not None:
+            k = torch.cat([cache["layers"][i][0], k], dim=2)
+            v = torch.cat([cache["layers"][i][1], v], dim=2)
+        layers.append((k, v))
+        heads, _ = masked_attention(q, k, v, mask)
+        out = attn.W_o(heads.transpose(1, 2).reshape(B, T_new, d_model))
+        if block.norm_first:
+            x = x + out
+            x = x + block.ff(block.norm2(x))
+        else:
+            x = block.norm1(x + out)
+            x = block.norm2(x + block.ff(x))
+    return model.lm_head(model.norm_final(x)), {"length": T, "layers": layers}
+
+
+def generate_cached_by_item(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    T0, n = int(prompt.shape[1]), int(max_new_tokens)
+    if T0 + n > int(model.embedding.max_len):
+        raise ValueError("past max_len: use generate, which crops")
+    was_training = model.training
+    model.eval()
+    tokens, fed, cache = prompt, prompt, None
+    with torch.no_grad():
+        for _ in range(n):
+            logits, cache = forward_with_cache(model, fed, cache)
+            last = logits[:, -1, :]
+            if float(temperature) == 0.0:
+                fed = last.argmax(dim=-1, keepdim=True)
+            else:
+                last = last / temperature
+                if top_k is not None and int(top_k) < int(last.shape[-1]):
+                    kth = torch.topk(last, int(top_k), dim=-1).values[:, -1:]
+                    last = last.masked_fill(last < kth, float("-inf"))
+                fed = torch.multinomial(torch.softmax(last, dim=-1), 1, generator=generator)
+            tokens = torch.cat([tokens, fed], dim=1)
+    model.train(was_training)
+    return tokens
+
 # ---- 06 reversal
 
 def reversal_batch_by_item(batch_size, half_len, vocab_size, generator=None):
@@ -968,6 +1077,8 @@ STUDENTS = {
         "decoder_block": [DecoderBlock],
         "encoder_decoder_transformer": [EncoderDecoderTransformer],
         "generate": [generate],
+        "forward_with_cache": [forward_with_cache],
+        "generate_cached": [generate_cached],
         "reversal_batch": [reversal_batch],
         "train_reversal": [train_reversal],
         "per_position_accuracy": [per_position_accuracy],
@@ -997,6 +1108,8 @@ STUDENTS = {
         "decoder_block": [DecoderBlock_by_item],
         "encoder_decoder_transformer": [EncoderDecoderTransformer_by_item],
         "generate": [generate_by_item],
+        "forward_with_cache": [forward_with_cache_by_item],
+        "generate_cached": [generate_cached_by_item],
         "reversal_batch": [reversal_batch_by_item],
         "train_reversal": [train_reversal_by_item],
         "per_position_accuracy": [per_position_accuracy_by_item],

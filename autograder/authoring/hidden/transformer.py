@@ -4,7 +4,8 @@ every depth from 1 to 4 and for sequences of one token, logits judged up to a co
 log-probabilities pass); `DecoderBlock` with stand-ins in its parts, as notebook 04's block test;
 `EncoderDecoderTransformer` with torch's decoder layer in place of each DecoderBlock, so that a mistake there costs
 points once; `generate` on hand-made toy language models (one with dropout), its samples judged against the exact
-probabilities the grader computes itself."""
+probabilities the grader computes itself; `forward_with_cache` on models made of PyTorch's layers, fed in pieces;
+`generate_cached` on the toy models with a stand-in for forward_with_cache, token for token."""
 from dataclasses import dataclass, field
 
 import torch
@@ -13,8 +14,10 @@ from autograder.authoring.hidden.attention_block import case_seed, described, fr
 from autograder.authoring.hidden.models import StandInDecoderBlock, pair_probabilities
 from autograder.authoring.hidden.observe import HiddenTestFailed, Observations, Rule, describe, generator, grid, hidden_test
 from autograder.authoring.reference.masking import causal_mask, padding_mask  # notebook 03: loaded in graded kernels already
+from autograder.authoring.reference.positional_encoding import positional_encoding  # notebook 01: so is this
 from course.checks.stand_ins import earlier_pieces_replaced
-from course.checks.transformer import DECODER_BLOCK_PARTS, SAMPLES, SAMPLING_TOLERANCE, _joint_frequencies, toy_model
+from course.checks.transformer import (DECODER_BLOCK_PARTS, SAMPLES, SAMPLING_TOLERANCE, LanguageModelParts,
+                                       RecomputingForwardWithCache, _joint_frequencies, toy_model)
 from course.device import available_devices
 
 
@@ -258,3 +261,105 @@ test_decoder_only_transformer = hidden_test(observe_decoder_only_transformer)
 test_decoder_block = hidden_test(observe_decoder_block)
 test_encoder_decoder_transformer = hidden_test(observe_encoder_decoder_transformer)
 test_generate = hidden_test(observe_generate)
+
+
+# ---- forward_with_cache ----
+
+def _pieces_of(lengths) -> list[tuple[int, int]]:
+    return [(sum(lengths[:i]), n) for i, n in enumerate(lengths)]
+
+
+def observe_forward_with_cache(forward_with_cache, seed: int = 505) -> Observations:
+    """On models made of PyTorch's layers with the exercise's names (course.checks.transformer.LanguageModelParts),
+    fresh sizes and weights by name: the logits of every piece (pieces of one token and of several, onto an empty and
+    a full cache) on every device and dtype, whether the keys and values of cached positions were projected again,
+    and the ValueError past max_len."""
+    seen = Observations()
+    g = generator(seed)
+    # (n_layers, norm_first, the lengths of the pieces, positions left over in max_len): depths 1 to 4 in both norm
+    # orders, several tokens onto a cache of one (a mask or an order of keys that forgets the cache shows), one token
+    # at a time, a prompt alone, and pieces that fill max_len, after which one more token must raise.
+    cases = [(1, True, [3, 1, 2], 2), (2, False, [1, 1, 1, 4], 0), (3, True, [5, 2, 1, 3], 1), (2, True, [6], 0),
+             (4, False, [2, 3, 1], 3), (2, False, [4, 1, 1, 2], 0)]
+    for case, (n_layers, norm_first, lengths, spare) in enumerate(cases, start=1):
+        n_heads = _int(g, 1, 4)
+        config = dict(vocab_size=_int(g, 2, 30), d_model=n_heads * _int(g, 2, 7), n_heads=n_heads, d_ff=_int(g, 4, 40),
+                      n_layers=n_layers, max_len=sum(lengths) + spare, norm_first=norm_first)
+        weights_seed = case_seed(g)
+        tokens = torch.randint(0, config["vocab_size"], (_int(g, 1, 4), sum(lengths)), generator=g)
+        what = f"case {case}: forward_with_cache on {described('DecoderOnlyTransformer', config)}"
+        model = LanguageModelParts(**config, pe=positional_encoding(config["max_len"], config["d_model"]))
+        model = fresh_weights(seen, model.double(), what, weights_seed).eval()
+        for device, dtype in grid():
+            model.to(device, dtype)
+            cache = None
+            for start, n in _pieces_of(lengths):
+                model.projected.clear()
+                result = forward_with_cache(model, _on(tokens[:, start:start + n], device), cache)
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise HiddenTestFailed(f"{what}: expected a tuple (logits, cache), got {describe(result)}")
+                logits, cache = result
+                piece = f"tokens {start}..{start + n - 1} of {_shape(tokens)} after {start} cached ({device.type}, {dtype})"
+                seen.logits(f"{what}: the logits of {piece}", logits, dtype)
+                seen.claim(f"{what}: for {piece}, attn.W_k or attn.W_v projected more positions than the {n} new ones; "
+                           "the cache keeps the keys and values of the earlier positions",
+                           not model.projected or max(model.projected) <= n)
+            if spare == 0:
+                one_more = _on(tokens[:, :1], device)
+                seen.raises(f"{what}: one more token onto a cache of max_len positions ({device.type}, {dtype})",
+                            lambda: forward_with_cache(model, one_more, cache))
+        too_long = torch.randint(0, config["vocab_size"], (1, config["max_len"] + 1), generator=g)
+        seen.raises(f"{what}: {config['max_len'] + 1} tokens and no cache", lambda: forward_with_cache(model, too_long))
+    return seen
+
+
+# ---- generate_cached ----
+
+def observe_generate_cached(generate_cached, seed: int = 506) -> Observations:
+    """On hand-made toy language models (one with dropout), with course.checks.transformer.RecomputingForwardWithCache
+    in the place of forward_with_cache on both sides (its cache is the tokens so far): greedy tokens on every device
+    and dtype, seeded sampling with and without top-k on every device (token for token: the reference draws as generate
+    does), the cache handed on and every position fed once, the prompt alone for max_new_tokens=0, the ValueError past
+    max_len and none at it, eval mode, no_grad and the mode restored."""
+    seen = Observations()
+    g = generator(seed)
+    V, max_len = _int(g, 4, 9), _int(g, 6, 12)
+    fixture = _toy(g, V, max_len, follow=2.0)
+    stand_in = RecomputingForwardWithCache()
+    with earlier_pieces_replaced(generate_cached, forward_with_cache=stand_in):
+        for T0, new in [(1, max_len - 1), (3, 4), (max_len - 2, 1)]:
+            prompt = torch.randint(0, V, (3, T0), generator=g)
+            for device, dtype in grid():
+                model = toy_model(fixture, device, dtype, dropout=0.3).train()
+                what = f"greedy generate_cached, prompt {_shape(prompt)}, {new} new tokens ({device.type}, {dtype})"
+                stand_in.clear()
+                seen.exact(what, _tokens(generate_cached(model, _on(prompt, device), new, temperature=0), what))
+                _modes(seen, model, what, was_training=True)
+                seen.claim(f"{what}: each call of forward_with_cache should get the cache the call before returned "
+                           "(None the first time), and each position should go in once",
+                           stand_in.wiring(T0, new) is None)
+        for device in available_devices():
+            model = toy_model(fixture, device).eval()
+            for T0, new, temperature, top_k, draw in [(2, max_len - 2, 1.2, None, 21), (1, 5, 0.7, 3, 22),
+                                                      (3, 4, 1.5, V, 23)]:
+                prompt = torch.randint(0, V, (4, T0), generator=g)
+                what = (f"generate_cached sampling at temperature {temperature}, top_k={top_k}, prompt {_shape(prompt)}, "
+                        f"{new} new tokens, a generator seeded {draw} on {device.type}")
+                stand_in.clear()
+                seen.exact(what, _tokens(generate_cached(model, _on(prompt, device), new, temperature=temperature,
+                                                         top_k=top_k, generator=torch.Generator(device).manual_seed(draw)),
+                                         what))
+                _modes(seen, model, what, was_training=False)
+        model = toy_model(fixture)
+        prompt = torch.randint(0, V, (2, 3), generator=g)
+        seen.exact(f"generate_cached with max_new_tokens=0, prompt {_shape(prompt)}: the prompt itself",
+                   _tokens(generate_cached(model, prompt.clone(), 0, temperature=0), "max_new_tokens=0"))
+        seen.raises(f"generate_cached with a prompt of 3 tokens and {max_len - 2} new ones, max_len {max_len}",
+                    lambda: generate_cached(model, prompt.clone(), max_len - 2, temperature=0))
+        seen.raises(f"generate_cached with a prompt of 3 tokens and {max_len - 3} new ones, max_len {max_len}",
+                    lambda: generate_cached(model, prompt.clone(), max_len - 3, temperature=0))
+    return seen
+
+
+test_forward_with_cache = hidden_test(observe_forward_with_cache)
+test_generate_cached = hidden_test(observe_generate_cached)

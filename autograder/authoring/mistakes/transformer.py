@@ -1,9 +1,13 @@
 """Known mistakes in notebook 05. Each model mistake subclasses the reference, so its weights load
-with the same names (load_state_dict(strict=True)); only `forward` (or the sampling loop) is wrong."""
+with the same names (load_state_dict(strict=True)); only `forward` (or the sampling loop) is wrong. The mistakes of
+`generate_cached` call `forward_with_cache` by the notebook's name, where their check and hidden test put a stand-in."""
+import math
+
 import torch
 
 from autograder.authoring.mistakes import mistake
 from autograder.authoring.reference import transformer as ref
+from autograder.authoring.reference.transformer import forward_with_cache  # noqa: F401 (read by generate_cached's)
 
 
 # ---------------------------------------------------------------- DecoderOnlyTransformer
@@ -289,3 +293,151 @@ def no_cropping(model, prompt, max_new_tokens, temperature=1.0, top_k=None, gene
          "follows the sequence is at the last position, logits[:, -1, :].")
 def first_position_logits(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
     return _loop(model, prompt, max_new_tokens, _sampler(temperature, top_k, generator), position=0)
+
+
+# ---------------------------------------------------------------- forward_with_cache
+
+def _cached(model, tokens, cache, *, mask="offset", restart_positions=False, shared=False, values_from_keys=False,
+            new_first=False, keep_new_only=False, post_norm_reads_norm1=False, scaled=True):
+    """forward_with_cache with one detail changed. Its cache is a list of (K, V) per layer, each (B, n_heads, T,
+    d_head); one (K, V) for the whole model when `shared`."""
+    B, T_new = tokens.shape
+    T_past = 0 if cache is None else (cache[0] if shared else cache[0][0]).shape[-2]
+    T = T_past + T_new
+    if T > model.embedding.max_len:
+        raise ValueError(f"{T} positions, more than max_len={model.embedding.max_len}")
+    d_model = model.embedding.embed.embedding_dim
+    first = 0 if restart_positions else T_past
+    x = model.embedding.embed(tokens) * (math.sqrt(d_model) if scaled else 1.0) + model.embedding.pe[first:first + T_new]
+    if mask == "offset":
+        allowed = ref.causal_mask(T_new, T, device=tokens.device)
+    elif mask == "none_with_cache":
+        allowed = ref.causal_mask(T_new, device=tokens.device) if cache is None else None
+    else:  # "first_rows"
+        allowed = ref.causal_mask(T, device=tokens.device)[:T_new]
+    kept = []
+    for layer, block in enumerate(model.blocks):
+        attn = block.attn
+        h = block.norm1(x) if block.norm_first or post_norm_reads_norm1 else x
+        Q, K, V = (W(h).view(B, T_new, attn.n_heads, -1).transpose(1, 2) for W in (attn.W_q, attn.W_k, attn.W_v))
+        new = (K, V)
+        if cache is not None:
+            K_past, V_past = cache if shared else cache[layer]
+            if new_first:
+                K, V = torch.cat([K, K_past], dim=2), torch.cat([V, V_past], dim=2)
+            else:
+                K, V = torch.cat([K_past, K], dim=2), torch.cat([V_past, V], dim=2)
+        keys, values = new if keep_new_only else (K, V)
+        kept.append((keys, keys if values_from_keys else values))
+        heads, _ = ref.masked_attention(Q, K, V, allowed)
+        out = attn.W_o(heads.transpose(1, 2).reshape(B, T_new, d_model))
+        if block.norm_first:
+            x = x + out
+            x = x + block.ff(block.norm2(x))
+        else:
+            x = block.norm1(x + out)
+            x = block.norm2(x + block.ff(x))
+    return model.lm_head(model.norm_final(x)), (kept[-1] if shared else kept)
+
+
+@mistake("forward_with_cache", "the new tokens get no mask once the cache is not empty: one new token may read every "
+         "position, but fed several at a time onto a cache, each new token reads the new tokens after it. With a cache "
+         "the mask is causal_mask(T_new, T_past + T_new): new query i reads the keys up to position T_past + i.")
+def no_mask_with_cache(model, tokens, cache=None):
+    return _cached(model, tokens, cache, mask="none_with_cache")
+
+
+@mistake("forward_with_cache", "the mask is the first T_new rows of causal_mask(T_past + T_new): those rows are the "
+         "queries of positions 0, 1, ..., so the new tokens read only the first keys. The new tokens are the last "
+         "T_new positions: causal_mask(T_new, T_past + T_new) puts them there with its offset.")
+def mask_rows_from_the_start(model, tokens, cache=None):
+    return _cached(model, tokens, cache, mask="first_rows")
+
+
+@mistake("forward_with_cache", "the positional encoding starts again at position 0 for every piece: a token fed after "
+         "T_past cached ones sits at position T_past, so add the rows pe[T_past : T_past + T_new], not the first ones.")
+def positions_restart(model, tokens, cache=None):
+    return _cached(model, tokens, cache, restart_positions=True)
+
+
+@mistake("forward_with_cache", "every layer reads the same cached keys and values, one pair for the whole model: each "
+         "layer has keys and values of its own, computed from what enters that layer. Keep one (K, V) per layer.")
+def one_cache_for_all_layers(model, tokens, cache=None):
+    return _cached(model, tokens, cache, shared=True)
+
+
+@mistake("forward_with_cache", "the cache gives back the keys where the values belong: the cached positions' values "
+         "come out equal to their keys. Keep the values (from W_v) beside the keys (from W_k).")
+def values_are_the_keys(model, tokens, cache=None):
+    return _cached(model, tokens, cache, values_from_keys=True)
+
+
+@mistake("forward_with_cache", "the new keys and values go before the cached ones: the mask reads the key columns in "
+         "the order of the positions, so the cached positions come first and the new ones after them.")
+def new_keys_first(model, tokens, cache=None):
+    return _cached(model, tokens, cache, new_first=True)
+
+
+@mistake("forward_with_cache", "the cache you return holds the keys and values of the new tokens only: it must hold "
+         "every position so far, the cached ones and the new ones, for the next call to read.")
+def cache_holds_new_positions_only(model, tokens, cache=None):
+    return _cached(model, tokens, cache, keep_new_only=True)
+
+
+@mistake("forward_with_cache", "in post-norm (norm_first=False) the attention reads x itself, not norm1(x): there norm1 "
+         "comes after the skip connection, x = norm1(x + attention). Only pre-norm normalises what enters the "
+         "attention, so only there are the cached keys and values made from norm1(x).")
+def post_norm_attention_reads_norm1(model, tokens, cache=None):
+    return _cached(model, tokens, cache, post_norm_reads_norm1=True)
+
+
+@mistake("forward_with_cache", "the token embeddings are not scaled: notebook 01's layer multiplies embed(tokens) by "
+         "sqrt(d_model) before it adds the positional rows.")
+def embedding_not_scaled(model, tokens, cache=None):
+    return _cached(model, tokens, cache, scaled=False)
+
+
+# ---------------------------------------------------------------- generate_cached
+
+def _cached_loop(model, prompt, max_new_tokens, choose, *, hand_on=True, keep_first_cache=False, first_position=-1):
+    """A cached generation loop with one detail changed; it calls the notebook's forward_with_cache by that name (its
+    check and hidden test put a stand-in there)."""
+    if prompt.shape[1] + max_new_tokens > model.embedding.max_len:
+        raise ValueError("longer than max_len: use generate")
+    was_training = model.training
+    model.eval()
+    tokens, fed, cache = prompt, prompt, None
+    with torch.no_grad():
+        for step in range(max_new_tokens):
+            logits, returned = forward_with_cache(model, fed, cache if hand_on else None)
+            cache = returned if cache is None or not keep_first_cache else cache
+            chosen = choose(logits[:, first_position if step == 0 else -1, :])
+            tokens = torch.cat([tokens, chosen], dim=1)
+            fed = chosen
+    model.train(was_training)
+    return tokens
+
+
+@mistake("generate_cached", "each new token goes into forward_with_cache without the cache, so the model sees that "
+         "token alone, at position 0. Hand every call after the first the cache the call before it returned.")
+def cache_not_handed_on(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_loop(model, prompt, max_new_tokens, _sampler(temperature, top_k, generator), hand_on=False)
+
+
+@mistake("generate_cached", "every step hands forward_with_cache the prompt's cache, never the newer ones: the model "
+         "sees the prompt and the newest token, and none of the tokens between. Keep the cache each call returns.")
+def prompt_cache_kept(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_loop(model, prompt, max_new_tokens, _sampler(temperature, top_k, generator), keep_first_cache=True)
+
+
+@mistake("generate_cached", "the first new token is chosen from the logits of the prompt's first position; what "
+         "follows the prompt is predicted at its last position, logits[:, -1, :].")
+def prompt_first_position(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_loop(model, prompt, max_new_tokens, _sampler(temperature, top_k, generator), first_position=0)
+
+
+@mistake("generate_cached", "at a temperature above 0 your tokens are always the argmax: greedy decoding is for "
+         "temperature=0 only. Otherwise draw as generate does, torch.multinomial(probabilities, 1, "
+         "generator=generator).")
+def always_argmax_cached(model, prompt, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+    return _cached_loop(model, prompt, max_new_tokens, lambda logits: logits.argmax(-1, keepdim=True))

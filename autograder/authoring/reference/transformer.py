@@ -8,7 +8,7 @@ from torch import nn
 
 
 from autograder.authoring.reference.positional_encoding import TokenAndPositionEmbedding
-from autograder.authoring.reference.masking import causal_mask, padding_mask
+from autograder.authoring.reference.masking import causal_mask, padding_mask, masked_attention
 from autograder.authoring.reference.attention_block import MultiHeadAttention, LayerNorm, FeedForward, TransformerBlock
 
 
@@ -156,5 +156,104 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, temper
                 probabilities = torch.softmax(logits, dim=-1)
                 next_token = torch.multinomial(probabilities, 1, generator=generator)  # (B, 1)
             tokens = torch.cat([tokens, next_token], dim=1)
+    model.train(was_training)
+    return tokens
+
+
+def forward_with_cache(model: nn.Module, tokens: torch.Tensor, cache=None) -> tuple[torch.Tensor, object]:
+    """Run a DecoderOnlyTransformer over new tokens only, reading the keys and values of the earlier ones from a cache.
+
+    Args:
+        model: a DecoderOnlyTransformer of this notebook (either norm order), in eval mode: no dropout is applied.
+            Only these are read of it: embedding.embed, embedding.pe (max_len, d_model), embedding.max_len;
+            blocks, and in each block attn.W_q, attn.W_k, attn.W_v, attn.W_o, attn.n_heads, ff, norm1, norm2,
+            norm_first; norm_final; lm_head.
+        tokens: LongTensor (B, T_new), T_new >= 1: the tokens at positions T_past .. T_past + T_new - 1, after the
+            T_past positions the cache holds.
+        cache: None (no tokens before these: T_past = 0), or the cache the previous call returned, as it came.
+
+    Returns:
+        logits: (B, T_new, vocab_size), equal up to rounding to model(all T_past + T_new tokens)[:, -T_new:].
+        cache: the keys and values of every layer for all T_past + T_new positions, in a form of your choice, for
+            the next call.
+
+    Raises:
+        ValueError: when T_past + T_new > model.embedding.max_len.
+    """
+    B, T_new = tokens.shape
+    T_past = 0 if cache is None else cache[0][0].shape[-2]  # the cached keys: (B, n_heads, T_past, d_head)
+    T = T_past + T_new
+    if T > model.embedding.max_len:
+        raise ValueError(f"the cache holds {T_past} positions and {T_new} more came: {T} in all, but the model has "
+                         f"positions for max_len={model.embedding.max_len} only")
+    d_model = model.embedding.embed.embedding_dim
+    x = model.embedding.embed(tokens) * math.sqrt(d_model) + model.embedding.pe[T_past:T]  # (B, T_new, d_model)
+    mask = causal_mask(T_new, T, device=tokens.device)  # new query i reads keys 0 .. T_past + i
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        attn = block.attn
+        d_head = d_model // attn.n_heads
+        h = block.norm1(x) if block.norm_first else x  # what the attention reads
+        # (B, T_new, d_model) -> (B, n_heads, T_new, d_head), for the new positions only
+        Q, K, V = (W(h).view(B, T_new, attn.n_heads, d_head).transpose(1, 2) for W in (attn.W_q, attn.W_k, attn.W_v))
+        if cache is not None:
+            K_past, V_past = cache[layer]
+            K, V = torch.cat([K_past, K], dim=2), torch.cat([V_past, V], dim=2)  # (B, n_heads, T, d_head)
+        new_cache.append((K, V))
+        heads, _ = masked_attention(Q, K, V, mask)  # (B, n_heads, T_new, d_head)
+        out = attn.W_o(heads.transpose(1, 2).reshape(B, T_new, d_model))
+        if block.norm_first:
+            x = x + out
+            x = x + block.ff(block.norm2(x))
+        else:
+            x = block.norm1(x + out)
+            x = block.norm2(x + block.ff(x))
+    return model.lm_head(model.norm_final(x)), new_cache
+
+
+def generate_cached(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
+                    top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    """generate with a key-value cache: the prompt goes through forward_with_cache once, then each new token alone.
+
+    Args:
+        model: as for generate (a DecoderOnlyTransformer); model.embedding.max_len is the longest text it can hold.
+        prompt: LongTensor (B, T0), T0 >= 1, with T0 + max_new_tokens <= max_len.
+        max_new_tokens, temperature, top_k, generator: as for generate. Each next token is chosen exactly as
+            generate chooses it: the argmax at temperature 0; otherwise logits / temperature, top-k, softmax, and
+            one torch.multinomial(probabilities, 1, generator=generator) per step for the whole batch, so that
+            generators seeded alike give generate's tokens.
+
+    Returns:
+        LongTensor (B, T0 + max_new_tokens) on prompt.device: the prompt, then the new tokens, the same as
+        generate(model, prompt, ...) gives. The model runs in eval mode without gradients and is left in the mode it
+        was in.
+
+    Raises:
+        ValueError: when T0 + max_new_tokens > model.embedding.max_len, before the model runs: a cache cannot crop,
+            so a text that long is generate's.
+    """
+    max_len = model.embedding.max_len
+    if prompt.shape[1] + max_new_tokens > max_len:
+        raise ValueError(f"a prompt of {prompt.shape[1]} tokens and {max_new_tokens} new ones make "
+                         f"{prompt.shape[1] + max_new_tokens} positions, more than max_len={max_len}: a cache cannot "
+                         "crop, so use generate (which does) for a text that long")
+    was_training = model.training
+    model.eval()
+    tokens, fed, cache = prompt, prompt, None
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits, cache = forward_with_cache(model, fed, cache)
+            logits = logits[:, -1, :]  # (B, vocab_size): after the last token fed
+            if temperature == 0:
+                next_token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                logits = logits / temperature
+                if top_k is not None and top_k < logits.shape[-1]:
+                    kth_largest = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
+                    logits = logits.masked_fill(logits < kth_largest, float("-inf"))
+                probabilities = torch.softmax(logits, dim=-1)
+                next_token = torch.multinomial(probabilities, 1, generator=generator)  # (B, 1)
+            tokens = torch.cat([tokens, next_token], dim=1)
+            fed = next_token  # the next pass reads the token just chosen, and nothing else
     model.train(was_training)
     return tokens
