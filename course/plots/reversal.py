@@ -179,47 +179,90 @@ def look_up(known: torch.Tensor, best: torch.Tensor, wanted: torch.Tensor) -> tu
     return torch.where(seen, best[where], 0), seen
 
 
-def ngram_second_half(order: int | None, half_len: int, vocab_size: int, train: torch.Tensor,
-                      test: torch.Tensor) -> tuple[float, float]:
+def count_tables(train: torch.Tensor, lengths, vocab_size: int) -> dict:
+    """One count table for each context length in `lengths`, counted on every window of `train` (N, 2 * half_len):
+    {length: (known, best)} as most_frequent_followers returns them."""
+    tables, codes = {}, train  # codes: each window of `length` tokens as one number, by where it starts
+    for length in range(1, max(lengths, default=0) + 1):
+        if length > 1:  # a window one token longer: its code is the shorter one's, shifted, plus the new token
+            codes = codes[:, :-1] * vocab_size + train[:, length - 1:]  # (N, 2n - length + 1)
+        if length in lengths:  # each window but the last has a follower, the token just after it
+            tables[length] = most_frequent_followers(codes[:, :-1].flatten(), train[:, length:].flatten(), vocab_size)
+    return tables
+
+
+def ngram_second_half(order: int | None, half_len: int, vocab_size: int, train: torch.Tensor, test: torch.Tensor,
+                      back_off: bool = False, tables: dict | None = None) -> tuple[float, float]:
     """(accuracy, unseen) of a count-based model on the second half of the reversal sequences `test` (B, 2 * half_len),
     counted on `train` (N, 2 * half_len). An n-gram of `order` predicts each token from the order - 1 tokens before it,
     wherever they stand; order None is a table over the whole prefix, one for each position. Each predicts the
-    follower counted most often, token 0 for a context never seen. A position an n-gram this long cannot start at
-    counts as chance, 1 / vocab_size. unseen: the share of its predictions whose context never occurs in train."""
+    follower counted most often, token 0 for a context never seen. Without back-off, a position an n-gram this long
+    cannot start at counts as chance, 1 / vocab_size, and unseen is the share of its predictions whose context never
+    occurs in train. With back-off, a context never seen, or one that would start before the sequence, falls back to
+    the longest context before the position that train has (down to one token), and unseen is the share of its
+    predictions that fell back. `tables`: count tables by context length (count_tables), when already counted."""
     V, n = vocab_size, half_len
     if order is not None:
-        windows = train.unfold(1, order, 1)  # (N, 2n - order + 1, order): a context, then its follower
-        table = most_frequent_followers(base_v_codes(windows[..., :-1], V).flatten(), windows[..., -1].flatten(), V)
+        lengths = range(1, order) if back_off else [order - 1]
+        tables = {**count_tables(train, [k for k in lengths if k not in (tables or {})], V), **(tables or {})}
     hits, unseen, made = 0.0, 0, 0
     for p in range(n, 2 * n):  # the index of the predicted token
-        start = 0 if order is None else p - (order - 1)
-        if start < 0:
-            hits += 1 / V
-            continue
         if order is None:
             table = most_frequent_followers(base_v_codes(train[:, :p], V), train[:, p], V)
-        guess, seen = look_up(*table, base_v_codes(test[:, start:p], V))
+            guess, seen = look_up(*table, base_v_codes(test[:, :p], V))
+        elif not back_off:
+            if p < order - 1:  # the window would start before the sequence
+                hits += 1 / V
+                continue
+            guess, seen = look_up(*tables[order - 1], base_v_codes(test[:, p - (order - 1):p], V))
+        else:
+            widest = min(order - 1, p)  # the window, cut at the start of the sequence
+            guess, found = torch.zeros(len(test), dtype=torch.long), torch.zeros(len(test), dtype=torch.bool)
+            for length in range(widest, 0, -1):  # the longest context first
+                answer, counted = look_up(*tables[length], base_v_codes(test[:, p - length:p], V))
+                if length == widest:  # seen: the whole window fitted and was counted, so no back-off
+                    seen = counted & (widest == order - 1)
+                guess = torch.where(~found & counted, answer, guess)
+                found |= counted
         hits += (guess == test[:, p]).float().mean().item()
         unseen, made = unseen + int((~seen).sum()), made + len(test)
     return hits / n, unseen / max(made, 1)
 
 
 def show_ngram_baselines(reversal_batch, half_len: int, vocab_size: int, transformer_second_half: float,
-                         orders=(2, 3, 4, 5, 6, 8, 12), n_train: int = 50_000, seed: int = 0) -> dict:
+                         orders=(2, 3, 4, 5, 6, 8, 10, 12), backed_off=(8, 10, 12), n_train: int = 50_000,
+                         seed: int = 0) -> dict:
     """What count-based models reach on the second half of the reversal task: an n-gram sees only the last order - 1
     tokens, and token t + 1 of the second half is token 2n - 2 - t, 2t - 2n + 2 places back; a table over the whole
-    prefix sees everything, but only the prefixes it has counted. Prints each one's accuracy and its share of
-    contexts never seen in training beside the Transformer's, and returns {order: (accuracy, unseen)}, with the key
-    None for the whole prefix."""
+    prefix sees everything, but only the prefixes it has counted; an n-gram with back-off, where its own window was
+    never counted or does not fit, reads the longest shorter one that was. Prints each one's accuracy beside the
+    Transformer's, with the share of contexts never seen in training (for back-off: the share of predictions that
+    fell back), and returns {order: (accuracy, unseen)}, with the key None for the whole prefix and
+    ("back-off", order) for the tables with back-off. Counts are whole numbers, so every CPU prints the same."""
     g = torch.Generator().manual_seed(seed)
     train = reversal_batch(n_train, half_len, vocab_size, generator=g)
     test = reversal_batch(5_000, half_len, vocab_size, generator=g)
-    found = {order: ngram_second_half(order, half_len, vocab_size, train, test) for order in (*orders, None)}
+    longest = max([*orders, *backed_off]) - 1
+    tables = count_tables(train, range(1, longest + 1) if backed_off else sorted({k - 1 for k in orders}),
+                          vocab_size)  # shared: each context length is counted once
+    found = {order: ngram_second_half(order, half_len, vocab_size, train, test, tables=tables) for order in orders}
+    found[None] = ngram_second_half(None, half_len, vocab_size, train, test)
+    found.update({("back-off", order): ngram_second_half(order, half_len, vocab_size, train, test, back_off=True,
+                                                         tables=tables) for order in backed_off})
+    name = lambda order: {2: "bigram", 3: "trigram"}.get(order, f"{order}-gram")  # noqa: E731
     print(f"counted on {n_train:,} sequences, scored on {len(test):,} new ones:")
-    print(f"{'':>25}  {'reads':>20}  {'second half':>11}  {'contexts never seen':>19}")
-    for order, (accuracy, unseen) in found.items():
-        name = "table of whole prefixes" if order is None else {2: "bigram", 3: "trigram"}.get(order, f"{order}-gram")
+    print(f"{'':>25}  {'reads':>23}  {'second half':>11}  {'contexts never seen':>19}")
+    for order in (*orders, None):
+        accuracy, unseen = found[order]
         reads = "every token before" if order is None else f"the last {order - 1} token{'s' if order > 2 else ''}"
-        print(f"{name:>25}  {reads:>20}  {accuracy:11.1%}  {unseen:19.1%}")
-    print(f"{'your Transformer':>25}  {'every token before':>20}  {transformer_second_half:11.1%}  {'(no table)':>19}")
+        print(f"{'table of whole prefixes' if order is None else name(order):>25}  {reads:>23}  {accuracy:11.1%}  "
+              f"{unseen:19.1%}")
+    if backed_off:
+        print("with back-off, where the window was never counted or would start before the sequence:")
+        print(f"{'':>25}  {'reads':>23}  {'second half':>11}  {'predictions backed off':>22}")
+        for order in backed_off:
+            accuracy, fell = found["back-off", order]
+            print(f"{name(order) + ' with back-off':>25}  {f'the last 1 to {order - 1} tokens':>23}  {accuracy:11.1%}  "
+                  f"{fell:22.1%}")
+    print(f"{'your Transformer':>25}  {'every token before':>23}  {transformer_second_half:11.1%}  {'(no table)':>19}")
     return found
