@@ -102,6 +102,10 @@ def test_reversal_bench_trains_the_notebooks_configuration_for_each_device():
     for cell in (train, _cell("06_reversal", "leak_run")):
         assert (_keyword(cell, "train_reversal", "batch_size"), _keyword(cell, "train_reversal", "lr")) == ("BATCH", "LR"), \
             "both runs train with the values the notebook states"
+    top = [ast.unparse(node) for node in train.body]
+    assert top.index("torch.set_num_threads(1)") < next(i for i, s in enumerate(top) if "train_reversal(" in s), \
+        "the training cell trains on one thread, as bench/README.md's issue-49 rows measure it"
+    assert "set_num_threads" not in ast.unparse(_cell("06_reversal", "leak_run")), "one thread for the rest of 06"
 
 
 def test_shakespeare_bench_reports_best_and_final_at_each_checkpoint(monkeypatch, capsys):
@@ -289,15 +293,20 @@ def _issue_49_tables() -> list[list[dict]]:
     return tables
 
 
-def _training_loop_table() -> list[dict]:
-    """The rows of bench/README.md's table under "The student's training loop"."""
+def _training_loop_tables() -> list[list[dict]]:
+    """The tables of bench/README.md's section "The student's training loop" (issue 60), each a list of rows."""
     text = (ROOT / "bench" / "README.md").read_text().split("### The student's training loop", 1)[1].split("\n#")[0]
-    lines = [line for line in text.splitlines() if line.startswith("|")]
-    header = [c.strip() for c in lines[0].strip("|").split("|")]
-    rows = []
-    for line in lines[2:]:
-        rows.append(dict(zip(header, (c.strip() for c in line.strip("|").split("|")))))
-    return rows
+    tables, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("| ---"):
+            header = [c.strip() for c in lines[i - 1].strip("|").split("|")]
+            rows = []
+            for row in lines[i + 1:]:
+                if not row.startswith("|"):
+                    break
+                rows.append(dict(zip(header, (c.strip() for c in row.strip("|").split("|")))))
+            tables.append(rows)
+    return tables
 
 
 def test_the_times_the_notebooks_promise_are_the_ones_bench_measured():
@@ -311,36 +320,69 @@ def test_the_times_the_notebooks_promise_are_the_ones_bench_measured():
     number = lambda cell, unit: float(re.search(rf"([\d.]+) {unit}", cell).group(1))  # noqa: E731
 
     text = _prose("06_reversal", "train_text")
-    alone, shared = row["06", "1"], row["06", "2"]
-    assert f"the cell below took {round(number(alone['training cell'], 's'))} seconds" in text
-    assert (f"took {round(number(shared['training cell'], 's'))} seconds for this cell instead of "
-            f"{round(number(alone['training cell'], 's'))}") in text
+    alone, shared = (next(r for r in notebooks if (r["notebook"], r["threads"]) == ("06", t)) for t in ("1", "2 (default)"))
+    own = [r for r in notebooks if r["notebook"] == "06" and r["threads"].startswith("1, set by its training cell")]
+    assert sorted(r["threads"].split("(")[1] for r in own) == ["avx512)", "default)"], "06 as it is, on two CPUs' kernels"
+    trains, leaks = ([number(r["training cell"].split(", ")[i], "s") for r in own] for i in (0, 1))
+    loads = [float(x) for r in own for x in re.findall(r"[\d.]+", r["load"])]
+    assert (f"on a 2-core machine with {math.floor(min(loads))} to {math.ceil(max(loads))} programs wanting its two "
+            f"cores, it took {round(min(trains))} to {round(max(trains))} seconds in our runs") in text
+    assert (f"at about the load above, PyTorch's default two threads took {round(number(shared['training cell'], 's'))} "
+            f"seconds for this cell where one thread took {round(number(alone['training cell'], 's'))}") in text
     busy = next(r for r in threads if r["notebook"] == "06" and r["load"] == "8.2 to 10.4")
     one, two = (float(busy[k].split()[0]) for k in ("1 thread", "2 threads"))
     assert f"with 8 to 10 programs wanting its two cores, they made under 2 steps a second where one thread made " \
            f"{round(one)}: over ten minutes for the 1000 steps instead of {round(1000 / one)} seconds" in text
     assert two < 2 and 1000 / two > 600
+    readme = " ".join((ROOT / "bench" / "README.md").read_text().split())
+    idle = re.search(r"took ([\d.]+) s on one thread and ([\d.]+) s on two, so one thread costs 06 nothing", readme)
+    assert f"one thread trained it in {idle[1]} seconds and two in {idle[2]}" in text
+    assert float(idle[1]) < float(idle[2]), "one thread costs 06 nothing on an idle machine"
     assert "ten seconds on a laptop" not in text
+    assert "`torch.set_num_threads(1)` in the cell below gives PyTorch one thread for the rest of this notebook" in text
+    rates = re.search(r"Our runs above showed (\d+) to (\d+) it/s", text)
+    assert rates and int(rates[1]) <= 1000 / max(trains) and 1000 / min(trains) <= int(rates[2]), \
+        "the bars' rates agree with the cell's times"
+    assert (f"and about as long: {round(min(leaks))} to {round(max(leaks))} seconds in our runs on the busy machine "
+            "above") in _prose("06_reversal", "leak_text")
 
     intro, text = _prose("07_shakespeare", "intro"), _prose("07_shakespeare", "train_text")
     alone, shared = row["07", "1"], row["07", "2"]
     assert "about 10 minutes with two cores to itself, and over an hour on a busy shared machine" in intro
     trained = [float(re.search(r"training ([\d.]+) min", r["training cell"]).group(1)) for r in (alone, shared)]
     assert trained[1] > 60 and "from about ten minutes to an hour" not in intro
-    (loop,) = _training_loop_table()  # the run with the student's own loop (issue 60)
+    loop, after, _ = _training_loop_tables()  # the runs with the student's own loop (issue 60)
+    (loop,) = loop
     score = float(loop["validation loss, all windows"])
     assert (f"scored {score:.2f} nats per token on all the validation windows (perplexity about "
             f"{round(math.exp(score))}, against the bigram's 77)") in text
     assert (f"It took {round(float(loop['training'].split()[0]))} minutes on one thread of a 2-core machine at a load "
             f"of {loop['load']}") in text
     assert "took 37 minutes on one thread" not in text and "estimates had said" not in text
+    one, two = after
+    seconds = lambda row, column: round(float(row[column].split()[0]))  # noqa: E731
+    assert (f"On one thread at a load of {one['load']}, scoring all 1,463 validation windows (the chart's cell) took "
+            f"{seconds(one, 'final score, 1,463 windows')} seconds, the four samples {seconds(one, 'four samples')} and "
+            f"the 400 greedy tokens {seconds(one, 'greedy, 400 tokens')}; on PyTorch's default two threads at a load of "
+            f"{two['load']}, {seconds(two, 'final score, 1,463 windows')}, {seconds(two, 'four samples')} and "
+            f"{seconds(two, 'greedy, 400 tokens')} seconds") in text
 
     text = _prose("07_shakespeare", "overfitting_experiment_text")
-    minutes = [number(r["overfitting experiment (its two estimates)"], "min") for r in notebooks if r["notebook"] == "07"
-               and "min" in r["overfitting experiment (its two estimates)"]]
-    minutes += [number(r["the whole experiment"], "min") for r in overfitting]
-    assert f"from {min(minutes):g} to {round(max(minutes))} in our runs" in text
-    assert "a few minutes" not in text and "counts training only" in text
+    run, *others = _training_loop_tables()[2]
+    figures = lambda row: [v for k, v in row.items() if k.startswith(("no regularisation", "dropout"))]  # noqa: E731
+    assert all(figures(other) == figures(run) for other in others), "the figures hold on every instruction set"
+    plain, regularised = (run[k].split(", ") for k in ("no regularisation: best, last validation, last training loss",
+                                                       "dropout 0.3, weight decay 0.1: the same"))
+    best = lambda cell: cell.split(" at step ")  # noqa: E731
+    assert (f"validation was best at step {best(plain[0])[1]} ({best(plain[0])[0]}) and climbed to {plain[1]} by step "
+            f"150, while the training loss fell to {plain[2]}") in text
+    assert (f"the best came later, at step {best(regularised[0])[1]} ({best(regularised[0])[0]}), and validation ended "
+            f"at the same {regularised[1]}, with the training loss still at {regularised[2]}") in text
+    assert plain[1] == regularised[1], "'the same' is what the table says"
+    low, high = (round(float(x)) for x in run["load"].removeprefix("load ").split(" to "))
+    assert (f"{round(float(run['the whole experiment'].split()[0]))} in our run on one thread of a 2-core machine "
+            f"shared with other work (load {low} to {high})") in text
+    assert "a few minutes" not in text and "prints an estimate" not in text
 
 
 def test_the_slow_solutions_bench_times_the_reference_and_every_correct_variant(monkeypatch, capsys):
@@ -373,3 +415,70 @@ def test_the_slow_solutions_bench_times_the_reference_and_every_correct_variant(
     model.embedding.max_len = 3
     model.forward = lambda tokens: torch.nn.functional.one_hot((tokens + 1) % 5, 5).double()
     assert namespace["generate"](model, torch.tensor([[0], [2]]), 3, temperature=0).tolist() == [[0, 1, 2, 3], [2, 3, 4, 0]]
+
+
+def _section_tables(heading: str) -> list[list[dict]]:
+    """The tables of bench/README.md's section that starts with `heading`: each a list of rows {column: cell}, bold
+    marks taken out."""
+    text = (ROOT / "bench" / "README.md").read_text()
+    section = text[text.index(heading):]
+    section = section[:section.index("\n## ", 1)]
+    tables, lines = [], section.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("| ---"):
+            header = [c.strip() for c in lines[i - 1].strip("|").split("|")]
+            rows = []
+            for row in lines[i + 1:]:
+                if not row.startswith("|"):
+                    break
+                rows.append(dict(zip(header, (c.strip().replace("**", "") for c in row.strip("|").split("|")))))
+            tables.append(rows)
+    return tables
+
+
+def test_the_kv_cache_bench_times_the_notebooks_cell_and_the_notebook_quotes_its_figures(monkeypatch, capsys):
+    """bench/kv_cache.py (05's key-value cache) times what the notebook's timing cell times: the model, prompt and
+    lengths of course.plots.transformer, which the cell's text states; on a tiny run it prints a row per length and
+    thread count, the two generators writing the same tokens. Every figure the text quotes is one of bench/README.md's
+    tables, rounded as the text rounds it."""
+    import math
+    import re
+
+    from course.plots import transformer as plots
+
+    bench = _bench("kv_cache")
+    assert (bench.CACHE_MODEL, bench.CACHE_PROMPT, bench.CACHE_LENGTHS) == \
+        (plots.CACHE_MODEL, plots.CACHE_PROMPT, plots.CACHE_LENGTHS)
+    assert ast.unparse(_cell("05_transformer", "cache_speed")) == \
+        "plots.show_cache_speed(DecoderOnlyTransformer, generate, generate_cached)"
+    text = _prose("05_transformer", "cache_speed_text")
+    model = plots.CACHE_MODEL
+    assert (f"({model['n_layers']} layers, `d_model` {model['d_model']}, {model['n_heads']} heads, `max_len` "
+            f"{model['max_len']})") in text
+    lengths = ", ".join(map(str, plots.CACHE_LENGTHS[:-1])) + f" and {plots.CACHE_LENGTHS[-1]}"
+    graded = ", ".join(map(str, plots.CACHE_LENGTHS_GRADED[:-1])) + f" and {plots.CACHE_LENGTHS_GRADED[-1]}"
+    assert f"writes {lengths} tokens after a prompt of {plots.CACHE_PROMPT}" in text and plots.CACHE_REPEATS == 3
+    assert f"writes {graded} tokens, once each" in text and plots.CACHE_REPEATS_GRADED == 1
+
+    runs, cells = _section_tables("## A key-value cache in generation (notebook 05")
+    one = [float(r["speed-up"]) for r in runs if r["threads"] == "1" and r["new tokens"] == "256"]
+    one += [float(r["speed-up at 32 / 64 / 128 / 256 tokens"].split(" / ")[-1]) for r in cells]
+    seconds = [float(r["the cell"].removesuffix(" s")) for r in cells]
+    two = [float(r["generate s (median; runs)"].split()[0]) for r in runs if r["threads"] == "2" and
+           r["new tokens"] == "256"]
+    alone = [float(r["generate s (median; runs)"].split()[0]) for r in runs if r["threads"] == "1" and
+             r["new tokens"] == "256" and r["kernels"] == "avx512"]
+    assert f"the cell took {round(min(seconds))} to {round(max(seconds))} seconds" in text
+    assert (f"`generate_cached` was {math.floor(min(one))} to {math.ceil(max(one))} times as fast as `generate` "
+            f"({min(one):.1f} to {max(one):.1f} in our runs)") in text
+    assert f"`generate` took {round(min(two))} to {round(max(two))} seconds for 256 tokens instead of under one" \
+        in text and max(alone) < 1
+
+    monkeypatch.setattr(sys, "argv", ["kv_cache.py", "--threads", "1", "--repeats", "1", "--lengths", "2", "5"])
+    threads = torch.get_num_threads()
+    try:
+        bench.main()
+    finally:
+        torch.set_num_threads(threads)
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if re.match(r"\| \d+ \| 1 \|", line)]
+    assert [row[0] for row in rows] == ["| 2", "| 5"] and all(row[-1] == "yes |" for row in rows), rows

@@ -25,10 +25,11 @@ ONE_DEVICE = pytest.mark.skipif(len(available_devices()) < 2, reason="only a sec
                                 "can tell this mutant from a correct implementation, and this machine has only the CPU")
 
 
-# Exercises whose hidden test trains a model and judges what it learned: that a correct loop learns enough is a trained
-# number, so these variants run again under another instruction set (tests/test_every_cpu.py). The copies beside a
-# broken reversal_batch train the same loop again and stay out of that second run.
-TRAINED = {"train_reversal"}
+# Exercises whose hidden test trains a model and judges what it learned (train_reversal), or compares every update of a
+# training run with stored numbers (train_model): trained numbers, so these variants run again under another
+# instruction set (tests/test_every_cpu.py). The copies beside a broken piece train the same loop again and stay out
+# of that second run.
+TRAINED = {"train_reversal", "train_model"}
 
 
 def _iter_listed(kind: str):
