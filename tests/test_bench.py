@@ -275,11 +275,8 @@ def _prose(assignment: str, grade_id: str) -> str:
     return " ".join(cell.source.split())
 
 
-def _issue_49_tables() -> list[list[dict]]:
-    """bench/README.md's issue-49 section: its tables, each a list of rows {column: cell}, bold marks taken out."""
-    text = (ROOT / "bench" / "README.md").read_text()
-    section = text[text.index("### The notebooks' clocks on one thread and on a shared machine (issue 49"):]
-    section = section[:section.index("\n## ")].split("\n### The student's training loop")[0]
+def _markdown_tables(section: str) -> list[list[dict]]:
+    """The tables of a piece of markdown, in order: each a list of rows {column: cell}, bold marks taken out."""
     tables, lines = [], section.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("| ---"):
@@ -293,20 +290,18 @@ def _issue_49_tables() -> list[list[dict]]:
     return tables
 
 
+def _issue_49_tables() -> list[list[dict]]:
+    """bench/README.md's issue-49 section: its tables, each a list of rows {column: cell}, bold marks taken out."""
+    text = (ROOT / "bench" / "README.md").read_text()
+    section = text[text.index("### The notebooks' clocks on one thread and on a shared machine (issue 49"):]
+    section = section[:section.index("\n## ")].split("\n### The student's training loop")[0]
+    return _markdown_tables(section)
+
+
 def _training_loop_tables() -> list[list[dict]]:
     """The tables of bench/README.md's section "The student's training loop" (issue 60), each a list of rows."""
     text = (ROOT / "bench" / "README.md").read_text().split("### The student's training loop", 1)[1].split("\n#")[0]
-    tables, lines = [], text.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("| ---"):
-            header = [c.strip() for c in lines[i - 1].strip("|").split("|")]
-            rows = []
-            for row in lines[i + 1:]:
-                if not row.startswith("|"):
-                    break
-                rows.append(dict(zip(header, (c.strip() for c in row.strip("|").split("|")))))
-            tables.append(rows)
-    return tables
+    return _markdown_tables(text)
 
 
 def test_the_times_the_notebooks_promise_are_the_ones_bench_measured():
@@ -423,17 +418,7 @@ def _section_tables(heading: str) -> list[list[dict]]:
     text = (ROOT / "bench" / "README.md").read_text()
     section = text[text.index(heading):]
     section = section[:section.index("\n## ", 1)]
-    tables, lines = [], section.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("| ---"):
-            header = [c.strip() for c in lines[i - 1].strip("|").split("|")]
-            rows = []
-            for row in lines[i + 1:]:
-                if not row.startswith("|"):
-                    break
-                rows.append(dict(zip(header, (c.strip().replace("**", "") for c in row.strip("|").split("|")))))
-            tables.append(rows)
-    return tables
+    return _markdown_tables(section)
 
 
 def test_the_kv_cache_bench_times_the_notebooks_cell_and_the_notebook_quotes_its_figures(monkeypatch, capsys):
