@@ -466,7 +466,7 @@ def sine_squared_variant(step, max_lr, warmup_steps, total_steps, min_lr=0.0):  
 parameter_groups, learning_rate, evaluate = ref.parameter_groups, ref.learning_rate, ref.evaluate  # as a notebook's
 
 
-def _loop(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay, max_grad_norm=1.0,
+def _training_loop(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay, max_grad_norm=1.0,
           eval_every=100, eval_windows=200, generator=None, *, copy=lambda m: {n: v.detach().clone() for n, v in
                                                                                    m.state_dict().items()},
           loss_sum=False, clip_value=False, eval_first=False, batch_on_cpu=False, set_to_none=True,
@@ -507,42 +507,42 @@ def _loop(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_s
 
 
 def best_not_copied(*args, **kwargs):  # state_dict() kept as it is: it follows the model
-    return _loop(*args, **kwargs, copy=lambda m: m.state_dict())
+    return _training_loop(*args, **kwargs, copy=lambda m: m.state_dict())
 
 
 def summed_loss(*args, **kwargs):  # reduction="sum": the loss and its gradient batch_size * (seq_len - 1) times larger
-    return _loop(*args, **kwargs, loss_sum=True)
+    return _training_loop(*args, **kwargs, loss_sum=True)
 
 
 def clips_each_value(*args, **kwargs):  # clip_grad_value_: each entry capped, not the length
-    return _loop(*args, **kwargs, clip_value=True)
+    return _training_loop(*args, **kwargs, clip_value=True)
 
 
 def validates_before_training(*args, **kwargs):  # step % eval_every == 0: after updates 1, 1 + eval_every, ...
-    return _loop(*args, **kwargs, eval_first=True)
+    return _training_loop(*args, **kwargs, eval_first=True)
 
 
 def batch_left_on_the_cpu(*args, **kwargs):
-    return _loop(*args, **kwargs, batch_on_cpu=True)
+    return _training_loop(*args, **kwargs, batch_on_cpu=True)
 
 
 def no_clipping(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay,
                 max_grad_norm=1.0, **kwargs):
-    return _loop(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay, 1e30,
+    return _training_loop(model, train_windows, val_windows, steps, batch_size, max_lr, warmup_steps, weight_decay, 1e30,
                  **kwargs)
 
 
 def zero_grad_after_step_variant(*args, **kwargs):  # VARIANT: model.zero_grad() after each update
-    return _loop(*args, **kwargs, zero_grad_at_end=True)
+    return _training_loop(*args, **kwargs, zero_grad_at_end=True)
 
 
 def zeros_not_none_variant(*args, **kwargs):  # VARIANT: zero_grad(set_to_none=False), deepcopy of the state
     import copy
-    return _loop(*args, **kwargs, set_to_none=False, copy=lambda m: copy.deepcopy(m.state_dict()))
+    return _training_loop(*args, **kwargs, set_to_none=False, copy=lambda m: copy.deepcopy(m.state_dict()))
 
 
 def best_on_cpu_variant(*args, **kwargs):  # VARIANT: the best weights kept on the CPU
-    return _loop(*args, **kwargs, copy=lambda m: {n: v.detach().cpu().clone() for n, v in m.state_dict().items()})
+    return _training_loop(*args, **kwargs, copy=lambda m: {n: v.detach().cpu().clone() for n, v in m.state_dict().items()})
 
 
 MUTANTS = [

@@ -248,7 +248,7 @@ def test_07s_prose_under_the_training_figure_names_the_windows_of_both_modes():
     """'on all the validation windows' held only outside grading: the text names both, the graded count as
     train_run sets it."""
     cells = cells_of("07_shakespeare")
-    graded = re.search(r"MINUTES, STEPS, BATCH, EVAL_WINDOWS = [\d, ]+, (\d+)\n", cells["train_run"]).group(1)
+    graded = re.search(r"STEPS, BATCH, EVAL_WINDOWS, WARMUP = \d+, \d+, (\d+), \d+\n", cells["train_run"]).group(1)
     assert "val_windows[:EVAL_WINDOWS] if under_grading() else val_windows" in cells["train_plot"]
     text = prose("07_shakespeare", "overfitting_text")
     assert f"(on the windows its legend names: all of them, or the first {graded} while the notebook is graded)" in text
@@ -272,13 +272,13 @@ def test_07s_overfitting_charts_name_their_run_and_never_hide_the_best_weights(f
     any part of the axes."""
     from course import plots
 
-    runs = {0.0: overfitting_run(50, 5.93, 7.23, 0.18), 0.1: overfitting_run(70, 6.09, 6.75, 1.70)}
+    runs = {0.0: overfitting_run(40, 5.99, 6.40, 1.26), 0.1: overfitting_run(60, 6.10, 6.40, 2.46)}
     run_cell_globals = dict(
         history={}, under_grading=lambda: False, plots=plots, baselines={"unigram": 5.15, "bigram": 4.34},
         DecoderOnlyTransformer=lambda **config: nn.Linear(1, 1), vocab=range(100), SEQ_LEN=128,
         train_windows=torch.zeros(20, 128), val_windows=torch.zeros(60, 128), device=torch.device("cpu"),
         evaluate=lambda model, windows, batch: 6.0,
-        train_language_model=lambda model, *args, weight_decay, **kwargs: runs[weight_decay])
+        train_model=lambda model, *args, weight_decay, **kwargs: runs[weight_decay])
     exec(cells_of("07_shakespeare")["overfitting_experiment"], {"torch": torch, "nn": nn, **run_cell_globals})
     assert len(figures) == 2
     titles = [figure.axes[0].get_title() for figure in figures]
@@ -293,30 +293,30 @@ def test_07s_overfitting_charts_name_their_run_and_never_hide_the_best_weights(f
         assert not legend.overlaps(ax.get_window_extent()), "the legend covers part of the chart"
 
 
-@pytest.mark.parametrize("interrupted", [False, True])
-def test_07s_training_cell_says_when_fewer_steps_ran_than_the_text_describes(interrupted, monkeypatch, capsys):
-    """The text quotes what the CPU's planned steps reach; the training cell (run with a stand-in for training that
-    stops after 250 steps) says how many of them ran and that the text's scores are for the full run. A run of all
-    the planned steps says nothing of the kind."""
+def test_07s_training_cell_trains_with_the_students_loop_for_the_steps_the_text_describes(monkeypatch, capsys):
+    """The training cell (run with a stand-in for the student's train_model) trains a CPU for the steps, warmup and
+    clipping the text's table states, seeded, and prints how many steps ran; the history it hands the chart says on
+    how many windows validation ran and whether the best weights were put back."""
+    import time
+
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    planned = {}
+    asked = {}
 
-    def train(model, *args, max_steps, minutes, **kwargs):
-        planned.update(steps=max_steps, minutes=minutes)
-        ran = 250 if interrupted else max_steps
-        return {"step": list(range(1, ran + 1)), "seconds": 60.0, "tokens_per_second": 1000.0,
-                "interrupted": interrupted}
+    def train_model(model, train_windows, val_windows, steps, **kwargs):
+        asked.update(steps=steps, **kwargs)
+        return {"step": list(range(1, steps + 1)), "train": [1.0] * steps, "eval_step": [steps // 2, steps],
+                "val": [1.0, 1.1], "best_step": steps // 2, "best_val": 1.0}
 
-    names = dict(device=torch.device("cpu"), SEQ_LEN=128, under_grading=lambda: False, baselines={"bigram": 4.34},
-                 vocab=range(100), train_windows=None, val_windows=None, evaluate=None, train_language_model=train,
-                 DecoderOnlyTransformer=lambda **config: nn.Linear(1, 1))
-    printed = run_cell("07_shakespeare", "train_run", capsys, **names)
-    steps = planned["steps"]
-    assert planned["minutes"] is None, "a CPU trains by steps, with no time limit unless the student sets one"
+    names = dict(time=time, device=torch.device("cpu"), SEQ_LEN=128, under_grading=lambda: False,
+                 baselines={"bigram": 4.34}, vocab=range(100), train_windows=None, val_windows=list(range(1463)),
+                 train_model=train_model, DecoderOnlyTransformer=lambda **config: nn.Linear(1, 1))
+    namespace = {"torch": torch, "nn": nn, "math": math, **names}
+    capsys.readouterr()
+    exec(cells_of("07_shakespeare")["train_run"], namespace)
+    printed = capsys.readouterr().out
     text = prose("07_shakespeare", "train_text")
-    assert f"On a CPU the model trains for `STEPS` = {steps} steps" in text and f"are for all {steps}." in text
-    assert f"{steps:,} steps." in printed.splitlines()[0]
-    if interrupted:
-        assert f"Only 250 of the {steps:,} planned steps ran" in printed and "its scores are for the full run" in printed
-    else:
-        assert "planned steps ran" not in printed
+    assert f"| `STEPS` (the first {asked['warmup_steps']} warm up) | {asked['steps']} | 3,000 |" in text
+    assert (asked["steps"], asked["warmup_steps"], asked["max_grad_norm"]) == (600, 100, 1.0)
+    assert isinstance(asked["generator"], torch.Generator), "the batches are drawn from a seeded generator"
+    assert f"{asked['steps']:,} steps in" in printed
+    assert namespace["history"]["eval_windows"] == 200 and namespace["history"]["restored"] is True
