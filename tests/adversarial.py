@@ -84,20 +84,21 @@ def starts_background_processes(nb):  # three detached sleepers (a bounded numbe
         "start_new_session=True)\n")
 
 
-def forks_natively_past_the_guard(nb):  # C-level fork and exec: no Python audit event sees them
-    # PyDLL, not CDLL: a CDLL call lets go of the GIL, so a fork could copy it held by one of the kernel's other
-    # threads, and that child would hang before its setsid, in the kernel's process group, which jupyter_client
-    # kills at shutdown: the count of processes left running would be 1 to 3 by chance. Holding the GIL through
-    # the fork, every child reaches its exec, as a careful attacker's would.
+def forks_natively_past_the_guard(nb):  # C-level spawn: no Python audit event sees it
+    # posix_spawn with POSIX_SPAWN_SETSID (0x80): glibc makes each child and execs it with no Python code in between,
+    # in a session of its own. A fork through ctypes ran Python in the child before its setsid, where a lock (the
+    # GIL, or malloc's) held by another of the kernel's threads at the fork could hang it, still in the kernel's
+    # process group, which jupyter_client kills: the count the box reports was 1 to 3 by chance.
     _solution(nb).source += (
         "\n\nimport ctypes, sys\n"
-        "libc = ctypes.PyDLL(None)\n"
+        "libc = ctypes.CDLL(None)\n"
+        "attributes = ctypes.create_string_buffer(1024)\n"
+        "libc.posix_spawnattr_init(attributes)\n"
+        "libc.posix_spawnattr_setflags(attributes, ctypes.c_short(0x80))\n"
         "for _ in range(3):\n"
-        "    if libc.fork() == 0:\n"
-        "        libc.setsid()\n"
-        f"        args = [sys.executable.encode(), b'-c', b'import time; time.sleep(600)', b'{MARKER}']\n"
-        "        libc.execv(args[0], (ctypes.c_char_p * 5)(*args, None))\n"
-        "        libc._exit(1)\n")
+        f"    args = [sys.executable.encode(), b'-c', b'import time; time.sleep(600)', b'{MARKER}']\n"
+        "    libc.posix_spawn(ctypes.byref(ctypes.c_int()), args[0], None, attributes, "
+        "(ctypes.c_char_p * 5)(*args, None), (ctypes.c_char_p * 1)(None))\n")
 
 
 def redefines_the_checks(nb):
