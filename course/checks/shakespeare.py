@@ -732,7 +732,7 @@ def check_train_model(train_model) -> None:
             if not _close_lists(outputs["train"], expected["train"], tol):
                 step_ = next((i for i, (a, b) in enumerate(zip(outputs["train"], expected["train"]))
                               if not math.isclose(a, b, rel_tol=tol, abs_tol=tol)), len(outputs["train"]))
-                got = outputs["train"][step_] if step_ < len(outputs["train"]) else None
+                got = f"{outputs['train'][step_]:.6f}" if step_ < len(outputs["train"]) else "missing"
                 fail(f"{where} The loss of update {step_ + 1} is {got}, expected {expected['train'][step_]:.6f}: "
                      f"the updates differ from there on.{named(outputs, 'train')}")
             if outputs["eval_step"] != expected["eval_step"]:
