@@ -691,6 +691,21 @@ def _top_k_words(top_k: int | None, vocab_size: int) -> str:
     return f" over the top {top_k}"
 
 
+def _expect_prompt_then_new_tokens(name: str, write, model, prompt: torch.Tensor) -> None:
+    """`write(model, prompt, n, temperature=0)` (generate or generate_cached) gives a LongTensor (B, T0 + n) that
+    starts with the prompt, and the prompt alone for n = 0."""
+    prompt = prompt.clone()
+    out = write(model, prompt, 4, temperature=0)
+    expect_tensor(f"{name}(model, prompt (B, T0), 4)", out, shape=(prompt.shape[0], prompt.shape[1] + 4))
+    if out.dtype != torch.long:
+        fail(f"The result should be a LongTensor of token ids, but it has dtype {out.dtype}.")
+    if not torch.equal(out[:, : prompt.shape[1]], prompt):
+        fail("The result should start with the prompt itself, followed by the new tokens.")
+    same = write(model, prompt, 0, temperature=0)
+    if not (isinstance(same, torch.Tensor) and torch.equal(same, prompt)):
+        fail("With max_new_tokens=0 the result should be the prompt.")
+
+
 def check_generate(generate) -> None:
     """Shape and prefix, greedy decoding against stored tokens on every device and dtype (naming known mistakes),
     cropping, top_k=1, seeded sampling, the distribution of samples under temperature and top-k, eval mode and
@@ -699,17 +714,7 @@ def check_generate(generate) -> None:
     V = fixture["follow"].shape[0]
 
     def shape():
-        model = toy_model(fixture)
-        prompt = fixture["greedy"][0]["prompt"].clone()
-        out = generate(model, prompt, 4, temperature=0)
-        expect_tensor("generate(model, prompt (B, T0), 4)", out, shape=(prompt.shape[0], prompt.shape[1] + 4))
-        if out.dtype != torch.long:
-            fail(f"The result should be a LongTensor of token ids, but it has dtype {out.dtype}.")
-        if not torch.equal(out[:, : prompt.shape[1]], prompt):
-            fail("The result should start with the prompt itself, followed by the new tokens.")
-        same = generate(model, prompt, 0, temperature=0)
-        if not (isinstance(same, torch.Tensor) and torch.equal(same, prompt)):
-            fail("With max_new_tokens=0 the result should be the prompt.")
+        _expect_prompt_then_new_tokens("generate", generate, toy_model(fixture), fixture["greedy"][0]["prompt"])
 
     def greedy_on(device, dtype):
         def step():
@@ -1099,17 +1104,7 @@ def check_generate_cached(generate_cached, generate=None) -> None:
         return generate_cached(model, prompt, new, **kwargs)
 
     def shape():
-        model = toy_model(fixture)
-        prompt = fixture["greedy"][0]["prompt"].clone()
-        out = run(model, prompt, 4, temperature=0)
-        expect_tensor("generate_cached(model, prompt (B, T0), 4)", out, shape=(prompt.shape[0], prompt.shape[1] + 4))
-        if out.dtype != torch.long:
-            fail(f"The result should be a LongTensor of token ids, but it has dtype {out.dtype}.")
-        if not torch.equal(out[:, : prompt.shape[1]], prompt):
-            fail("The result should start with the prompt itself, followed by the new tokens.")
-        same = run(model, prompt, 0, temperature=0)
-        if not (isinstance(same, torch.Tensor) and torch.equal(same, prompt)):
-            fail("With max_new_tokens=0 the result should be the prompt.")
+        _expect_prompt_then_new_tokens("generate_cached", run, toy_model(fixture), fixture["greedy"][0]["prompt"])
 
     def greedy_on(device, dtype):
         def step():
