@@ -706,6 +706,27 @@ def _expect_prompt_then_new_tokens(name: str, write, model, prompt: torch.Tensor
         fail("With max_new_tokens=0 the result should be the prompt.")
 
 
+def _evaluation_mode_and_prompt_steps(name: str, write, fixture: dict) -> list:
+    """The last two steps of generate's and generate_cached's checks: `write(model, prompt, n, ...)` runs the model in
+    eval mode without gradients, restores its mode, and leaves the prompt (B, T0) as it was."""
+    def modes():
+        prompt = fixture["greedy"][0]["prompt"].clone()
+        expect_evaluation_mode(name, lambda m: write(m, prompt, 3, temperature=0), toy_model(fixture, dropout=0.5),
+                               "Call model.eval() before generating.",
+                               "Put it back in the mode it was in (read model.training at the start; give that value "
+                               "to model.train(...) at the end).")
+
+    def prompt_unchanged():
+        prompt = fixture["greedy"][1]["prompt"].clone()
+        before = prompt.clone()
+        write(toy_model(fixture), prompt, 4, temperature=0.8, top_k=3, generator=torch.Generator().manual_seed(1))
+        if not torch.equal(prompt, before):
+            fail(f"{name} changed the prompt in place; build new tensors (torch.cat) instead.")
+
+    return [("runs the model in eval mode without gradients and restores its mode", modes),
+            ("leaves the prompt unchanged", prompt_unchanged)]
+
+
 def check_generate(generate) -> None:
     """Shape and prefix, greedy decoding against stored tokens on every device and dtype (naming known mistakes),
     cropping, top_k=1, seeded sampling, the distribution of samples under temperature and top-k, eval mode and
@@ -773,21 +794,6 @@ def check_generate(generate) -> None:
             fail(message)
         return step
 
-    def modes():
-        prompt = fixture["greedy"][0]["prompt"].clone()
-        expect_evaluation_mode("generate", lambda m: generate(m, prompt, 3, temperature=0), toy_model(fixture, dropout=0.5),
-                               "Call model.eval() before generating.",
-                               "Put it back in the mode it was in (read model.training at the start; give that value "
-                               "to model.train(...) at the end).")
-
-    def prompt_unchanged():
-        model = toy_model(fixture)
-        prompt = fixture["greedy"][1]["prompt"].clone()
-        before = prompt.clone()
-        generate(model, prompt, 5, temperature=0.8, top_k=3, generator=torch.Generator().manual_seed(1))
-        if not torch.equal(prompt, before):
-            fail("generate changed the prompt in place; build new tensors (torch.cat) instead.")
-
     steps = [("returns the prompt followed by the new tokens", shape)]
     steps += [(f"greedy decoding gives the stored tokens {_where(d, t)} (prompts longer than max_len included)",
                greedy_on(d, t)) for d, t in _grid()]
@@ -796,8 +802,7 @@ def check_generate(generate) -> None:
     steps += [("top_k=1 gives the greedy tokens", top_k_one)]
     steps += [(f"a seeded generator makes sampling reproducible on {d.type}", reproducible_on(d))
               for d in available_devices()]
-    steps += [("runs the model in eval mode without gradients and restores its mode", modes),
-              ("leaves the prompt unchanged", prompt_unchanged)]
+    steps += _evaluation_mode_and_prompt_steps("generate", generate, fixture)
     run_steps("generate", steps)
 
 
@@ -1197,21 +1202,6 @@ def check_generate_cached(generate_cached, generate=None) -> None:
              f"max_len={max_len}: generate_cached should raise a ValueError that says to use generate (which crops), "
              "but it returned a result.")
 
-    def modes():
-        prompt = fixture["greedy"][0]["prompt"].clone()
-        expect_evaluation_mode("generate_cached", lambda m: run(m, prompt, 3, temperature=0),
-                               toy_model(fixture, dropout=0.5), "Call model.eval() before generating.",
-                               "Put it back in the mode it was in (read model.training at the start; give that value "
-                               "to model.train(...) at the end).")
-
-    def prompt_unchanged():
-        model = toy_model(fixture)
-        prompt = fixture["greedy"][1]["prompt"].clone()
-        before = prompt.clone()
-        run(model, prompt, 4, temperature=0.8, top_k=3, generator=torch.Generator().manual_seed(1))
-        if not torch.equal(prompt, before):
-            fail("generate_cached changed the prompt in place; build new tensors (torch.cat) instead.")
-
     steps = [("returns the prompt followed by the new tokens", shape)]
     steps += [(f"greedy decoding gives the stored tokens {_where(d, t)}", greedy_on(d, t)) for d, t in _grid()]
     steps += [(f"sampling at temperature {c['temperature']}" + _top_k_words(c["top_k"], fixture["follow"].shape[0])
@@ -1222,9 +1212,8 @@ def check_generate_cached(generate_cached, generate=None) -> None:
     if generate is not None and not unfit:
         steps += [(f"writes the tokens of your generate on {d.type} (greedy, and sampled from generators seeded "
                    "alike)", like_generate_on(d)) for d in available_devices()]
-    steps += [("raises ValueError past max_len, and works up to it", limit),
-              ("runs the model in eval mode without gradients and restores its mode", modes),
-              ("leaves the prompt unchanged", prompt_unchanged)]
+    steps += [("raises ValueError past max_len, and works up to it", limit)]
+    steps += _evaluation_mode_and_prompt_steps("generate_cached", run, fixture)
     if unfit:
         print(f"ℹ {unfit}, so generate_cached is compared with the stored tokens only.")
     with _forward_stood_in(generate_cached, stand_in):
