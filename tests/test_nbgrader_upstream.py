@@ -185,8 +185,8 @@ def test_what_is_left_in_inbound_that_is_no_hand_in_is_named_removed_and_never_c
     """Every account may write in inbound/. A file, a link and folders not named as nbgrader names a hand-in (one
     with the assignment's name but no time, which nbgrader's collect cannot even read; one with a file in it) are each
     named to the instructor in collect's output and removed (the account collecting here may remove them all: the
-    hub's test_hub_exchange.py sets aside what the grader cannot empty); only the real hand-in is collected, and it
-    stays in inbound/."""
+    hub's test_hub_exchange.py sets aside what the grader cannot empty), those too that a student named `.set-aside-*`
+    as collect names what it sets aside; only the real hand-in is collected, and it stays in inbound/."""
     course = _course(nbgrader_here, tmp_path)
     handin = _submit(nbgrader_here, course, "answer = 1")
     inbound = handin.parent
@@ -196,12 +196,18 @@ def test_what_is_left_in_inbound_that_is_no_hand_in_is_named_removed_and_never_c
     (inbound / "a folder").mkdir()
     (inbound / "a folder" / "inside.txt").write_text("junk")
     (inbound / f"{_account()}+ps1+not a time+x").mkdir()
+    (inbound / ".set-aside-notes").write_text("named as collect names what it sets aside")
+    (inbound / ".set-aside-link").symlink_to(handin)
+    (inbound / ".set-aside-folder").mkdir()
+    (inbound / ".set-aside-folder" / "inside.txt").write_text("junk")
     output = nbgrader_here(course, "collect", "ps1")
     told = "; nothing else in inbound/ is ever collected."
     for name, why in {"notes.txt": "a file, not a folder", ".hidden": "a file, not a folder",
                       f"{_account()}+ps1+2026-01-01 00:00:00.000000 UTC+link": f"a link (to {handin})",
                       "a folder": "a folder not named <student>+<assignment>+<time>+<random>",
-                      f"{_account()}+ps1+not a time+x": "a folder whose name has no time in it ('not a time')"}.items():
+                      f"{_account()}+ps1+not a time+x": "a folder whose name has no time in it ('not a time')",
+                      ".set-aside-notes": "a file, not a folder", ".set-aside-link": f"a link (to {handin})",
+                      ".set-aside-folder": "a folder not named <student>+<assignment>+<time>+<random>"}.items():
         assert f"Not collected: inbound/{name} is no hand-in: {why}. It was {_account()}'s and is removed. nbgrader " \
                f"submit hands in a folder named <student>+<assignment>+<time>+<random>{told}" in output, output
     submitted = course / "submitted"

@@ -115,10 +115,8 @@ def clear_away(path: str) -> str | None:
     it cannot empty (another account's, which that account alone may change) renamed within inbound/ to a SET_ASIDE
     name: the sticky bit lets inbound/'s owner rename any entry, and Linux moves a folder to another parent only for
     an account that may write in that folder. The new path when set aside, None when removed; an OSError when it
-    could do neither. An entry already set aside is left as it is (its path)."""
-    name = os.path.basename(path)
-    if name.startswith(SET_ASIDE):
-        return path
+    could do neither. A folder it cannot empty whose name already is a SET_ASIDE one is left as it is (its path):
+    whatever its name, every entry it may remove is removed, so a student cannot keep junk in inbound/ by that name."""
     if os.path.islink(path) or not os.path.isdir(path):
         os.unlink(path)
         return None
@@ -127,6 +125,9 @@ def clear_away(path: str) -> str | None:
         return None
     except OSError:
         pass
+    name = os.path.basename(path)
+    if name.startswith(SET_ASIDE):
+        return path
     stem = os.path.join(os.path.dirname(path), SET_ASIDE + name.replace("+", "-")[:200])
     aside, count = stem, 1
     while os.path.lexists(aside):

@@ -155,8 +155,8 @@ class OwnedCollect(ExchangeCollect):
             if aside is None:
                 done = f"It was {owner}'s and is removed"
             elif aside == path:
-                done = (f"It is {owner}'s, set aside by an earlier collect: only {owner} or root can remove it "
-                        f"(sudo rm -r '{path}')")
+                done = (f"It is {owner}'s and the grader cannot empty it; its name marks it as set aside already (by "
+                        f"an earlier collect, or by {owner}): only {owner} or root can remove it (sudo rm -r '{path}')")
             else:
                 done = (f"It is {owner}'s and the grader cannot empty it: set aside as inbound/"
                         f"{os.path.basename(aside)}; only {owner} or root can remove it (sudo rm -r '{aside}')")
