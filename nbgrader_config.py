@@ -4,6 +4,7 @@ import os
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
+from autograder.grading.execute_in_a_job import autograde_preprocessors
 from autograder.grading.execute_timeouts import EXECUTE_TIMEOUTS
 from autograder.results.feedback import CourseScore, ShortenHiddenTestTracebacks
 from autograder.results.feedback_page import FeedbackPage
@@ -20,6 +21,9 @@ c.Execute.kernel_name = "python3"
 for name, seconds in EXECUTE_TIMEOUTS.items():
     setattr(c.Execute, name, seconds)
 c.Execute.interrupt_on_timeout = True
+# A hand-in's code runs only in the course's own grading jobs, each notebook in its box (autograder/box/): nbgrader's own
+# autograde, the command and formgrader's Autograde button, refuses and says to run `python -m autograder grade`.
+c.Autograde.autograde_preprocessors = autograde_preprocessors()
 
 # nbgrader gives 0 points to a test cell with anything on stderr: under nbgrader every notebook's set-up cell has the
 # kernel show stderr as stdout (course/graded_output.py), in autograde and validate alike, so no filter is needed here.

@@ -37,6 +37,10 @@ from autograder.paths import copy_course, notebook_path  # noqa: E402
 from autograder.authoring.release import release  # noqa: E402
 from course.about import NOTEBOOKS  # noqa: E402
 
+# nbgrader's own autograde refuses in the course directory (autograder.grading.execute_in_a_job): this bench runs it
+# unboxed on purpose, as the baseline the course's grader is measured against.
+UNBOXED = ["--ExecuteInAJob.student_code_runs_as_me=True"]
+
 def hand_in(root: Path, students: int, assignments: list[str]) -> list[str]:
     kinds = list(STUDENTS)
     ids = []
@@ -113,7 +117,7 @@ def main() -> None:
             print(f"plain nbgrader autograde, {notebooks} notebooks ...", flush=True)
             started = time.perf_counter()
             for assignment in args.assignments:
-                nbgrader("autograde", assignment, "--force", root=root, quiet=True, check=False)
+                nbgrader("autograde", assignment, "--force", *UNBOXED, root=root, quiet=True, check=False)
             plain = time.perf_counter() - started
             forget_grades(root, students, args.assignments)
 

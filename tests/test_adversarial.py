@@ -1,7 +1,6 @@
 """An adversarial class graded in one run with honest students: no attack earns a point, every submission gets a
 grade and a reason, the honest ones keep their exact scores, and the run stays within its time bound."""
 import json
-import shutil
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -14,6 +13,7 @@ from nbgrader.api import Gradebook
 from autograder.grading.engine import GRADING_DIR
 from autograder.nbgrader_run import nbgrader
 from autograder.grading.verify import OUTPUT_LIMIT
+from autograder.grading.execute_in_a_job import ExecuteInAJob
 from tests import adversarial
 from tests.conftest import copy_class, run_autograder
 
@@ -110,18 +110,39 @@ def test_tampering_costs_the_checks_after_it_and_gains_no_hidden_point(attacked)
     assert {a: attacked.scores[a] for a in attacks} == {**dict.fromkeys(attacks, (4, 9)), "redefines_the_checks": (5, 9)}
 
 
+RUNS_AS_ME = [f"--{ExecuteInAJob.__name__}.student_code_runs_as_me=True"]  # nbgrader's own autograde, unboxed
+
+
 def test_the_attacks_earn_points_where_nothing_guards(attacked, tmp_path):
     """The control: graded by plain `nbgrader autograde`, with tests and student code in one unguarded kernel, the
     same submissions earn points they did not: what stops them above is the guard and the grader's own verdict."""
     root = tmp_path / "course"
-    shutil.copytree(attacked.root, root, ignore=shutil.ignore_patterns("autograded", "feedback",
-                                                                                  GRADING_DIR))
+    copy_class(attacked.root, root, "autograded", "feedback", GRADING_DIR)
     unfair = ("patches_allclose", "redefines_the_checks", "calls_the_reference")
     for student in unfair:
-        nbgrader("autograde", adversarial.ASSIGNMENT, f"--student={student}", "--force", root=root, quiet=True)
+        nbgrader("autograde", adversarial.ASSIGNMENT, f"--student={student}", "--force", *RUNS_AS_ME, root=root,
+                 quiet=True)
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         earned = {s: gb.find_submission(adversarial.ASSIGNMENT, s).code_score for s in unfair}
     assert all(score > 3 for score in earned.values()), earned
+
+
+def test_nbgrader_s_own_autograde_refuses_to_run_a_hand_in_outside_a_grading_job(attacked, tmp_path):
+    """Plain `nbgrader autograde` (formgrader's Autograde button runs the same converter) would run the hand-in's code
+    as whoever runs it, unboxed: in the course directory it refuses before the first cell, says what to run instead,
+    and writes no grade; only the flag that names the risk runs it."""
+    root = tmp_path / "course"
+    copy_class(attacked.root, root, "autograded", "feedback", GRADING_DIR)
+    student = "patches_allclose"
+    refused = nbgrader("autograde", adversarial.ASSIGNMENT, f"--student={student}", "--force", root=root, check=False,
+                       quiet=True)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0, said[-3000:]
+    assert "NotInAGradingJob" in said and f"python -m autograder grade {adversarial.ASSIGNMENT}" in said, said[-3000:]
+    assert not list((root / "autograded").glob(f"{student}/{adversarial.ASSIGNMENT}/*.ipynb")), "it autograded"
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:  # the boxed run's grade stays
+        submission = gb.find_submission(adversarial.ASSIGNMENT, student)
+        assert (submission.code_score, submission.max_code_score) == attacked.scores[student]
 
 
 def test_nothing_a_notebook_started_outlives_its_grading(attacked):

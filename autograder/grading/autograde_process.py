@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 import sys
@@ -28,11 +29,11 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from autograder.box.box import Box, Limits as BoxLimits
+from autograder.box.box import Box, Limits as BoxLimits, secrets_put_away
 from autograder.box.job_namespace import isolate_network
 from autograder.box.view import View
 from autograder.box.who import BoxUnavailable, identity, take_slot
-from autograder.grading import sandbox, warm_kernel
+from autograder.grading import execute_in_a_job, sandbox, warm_kernel
 
 BOX_FAILED = 75  # a job's exit code when its box could not be made (EX_TEMPFAIL: the machine's fault, try again)
 BUDGET_SPENT = "OutOfGradingTime"  # the error a cell shows when a notebook's budget stopped it (Budget)
@@ -50,6 +51,8 @@ def context():
         _context = multiprocessing.get_context("forkserver")
         _context.set_forkserver_preload(["autograder.grading.autograde_process", "nbgrader.apps.nbgraderapp",
                                          "autograder.grading.warm_server", *warm_kernel.PRELOAD])
+        with secrets_put_away():  # every job and kernel is forked from the server: it starts without the grader's
+            multiprocessing.forkserver.ensure_running()
     return _context
 
 
@@ -134,6 +137,7 @@ def _run(argv: list[str], root: str, env: dict[str, str], log_path: str, memory_
         for note in box.notes:
             print(note, file=sys.stderr)
     warm_kernel.fork_waiting_kernel(box.entry if box else None)  # now, while this process has one thread
+    execute_in_a_job.entered_job()  # the course directory's nbgrader runs a hand-in only in a job such as this
     try:
         code = _launch_nbgrader(argv, budget_config(budget, started) if budget else None)
     finally:
