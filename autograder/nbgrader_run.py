@@ -11,13 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder.box.box import without_secrets
 from autograder.paths import GUARD_SITE, ROOT
 
 
 def environment(threads: int | None = None, guard: dict | None = None) -> dict[str, str]:
     """This environment for nbgrader's processes; with `threads`, the kernels' math libraries use that many;
     with `guard` (see autograder.grading.guard.policy), every kernel starts under that policy (GUARD_SITE)."""
-    env = dict(os.environ)
+    env = without_secrets(os.environ)  # what nbgrader runs may be a hand-in: it sees no token of the grader's
     if threads is not None:
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])

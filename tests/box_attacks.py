@@ -14,7 +14,12 @@ import nbformat
 TOKEN = "tfs-attack-57"  # names the attacks' own files, so a test can look for them anywhere
 ATTACKS = ["whoami", "sitecustomize", "nbgrader_config", "read_source", "read_reference", "read_gradebook_uri",
            "update_gradebook", "update_queue", "list_hand_ins", "append_to_classmate", "fork_many", "fill_tmp",
-           "fill_shm", "raw_syscall_open"]
+           "fill_shm", "raw_syscall_open", "read_secrets"]
+# What the grader's environment may hold that opens something else (the hub's API token, given to its services and
+# servers, an LMS key an instructor exported): the tests put SECRET_VALUE into the grading run's environment under
+# these names, and the attack looks for any of them, in its own environment and in every process's it can see.
+SECRET_NAMES = ("JUPYTERHUB_API_TOKEN", "LMS_CLIENT_SECRET")
+SECRET_VALUE = "tfs-attack-57-secret"
 
 
 def attack_code(targets: dict[str, str]) -> str:
@@ -117,6 +122,17 @@ _SYS_openat, _AT_FDCWD = 257, -100
 _libc.syscall.restype = ctypes.c_long
 _fd = _libc.syscall(_SYS_openat, _AT_FDCWD, (_T["root"] + "/gradebook.db").encode(), _os.O_RDONLY)
 _say("raw_syscall_open", _fd >= 0, f"fd {{_fd}}" if _fd >= 0 else _err())
+_libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: its own /proc files readable again after the box dropped its user
+_secrets = {{name for name in _os.environ if name in {list(SECRET_NAMES)!r}}}
+_buffer = ctypes.create_string_buffer(1 << 20)
+for _pid in ["self", *[name for name in _os.listdir("/proc") if name.isdigit()]]:
+    _fd = _libc.open(f"/proc/{{_pid}}/environ".encode(), _os.O_RDONLY, 0)
+    if _fd < 0:
+        continue
+    _count = _libc.read(_fd, _buffer, len(_buffer))
+    _libc.close(_fd)
+    _secrets |= {{name for name in {list(SECRET_NAMES)!r} if (name + "=").encode() in _buffer.raw[:max(_count, 0)]}}
+_say("read_secrets", bool(_secrets), f"found {{sorted(_secrets)}}" if _secrets else "none in any environment it sees")
 '''
 
 

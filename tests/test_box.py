@@ -22,7 +22,8 @@ from nbgrader.api import Gradebook
 from autograder.box.who import OWN_UIDS
 from autograder.on_submit.queue import HandedIn, Queue
 from autograder.paths import notebook_path
-from tests.box_attacks import ATTACKS, TOKEN, digest, hand_in_attack, host_uid, outcomes
+from tests.box_attacks import (ATTACKS, SECRET_NAMES, SECRET_VALUE, TOKEN, digest, hand_in_attack, host_uid,
+                               outcomes)
 from tests.conftest import copy_class
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
@@ -68,6 +69,11 @@ def queue_rows(path: Path) -> list:
     return [tuple(row) for row in Queue(path).db.execute("SELECT * FROM handins ORDER BY folder")]
 
 
+def with_secrets(env: dict[str, str]) -> dict[str, str]:
+    """`env` with what a grader's environment may hold that a hand-in must never see (the read_secrets attack)."""
+    return {**env, **dict.fromkeys(SECRET_NAMES, SECRET_VALUE)}
+
+
 def attack_and_grade(demo_root: Path, root: Path, *extra: str, command: list[str] | None = None,
                      env: dict[str, str] | None = None, owner: str | None = None) -> Attacked:
     """A copy of the demo class at `root` with the attacker's hand-in, graded by `python -m autograder grade`
@@ -87,7 +93,7 @@ def attack_and_grade(demo_root: Path, root: Path, *extra: str, command: list[str
     if owner is not None:
         subprocess.run(["chown", "-R", f"{owner}:{owner}", str(root.parent)], check=True)
     argv = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--jobs", "1", *extra]
-    result = subprocess.run([*(command or []), *argv], cwd=root, env=env or dict(os.environ, PYTHONPATH=str(root)),
+    result = subprocess.run([*(command or []), *argv], cwd=root, env=with_secrets(env or dict(os.environ, PYTHONPATH=str(root))),
                             capture_output=True, text=True, timeout=900)
     autograded = notebook_path(root / "autograded" / ATTACKER, ASSIGNMENT)
     found = outcomes(autograded) if autograded.exists() else {}

@@ -18,6 +18,7 @@ namespace, which has only loopback (autograder.box.job_namespace), where it and 
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -26,7 +27,9 @@ import select
 import shutil
 import signal
 import subprocess
+import re
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -432,9 +435,32 @@ def _drop_privileges(uid: int | None, check: bool = True) -> None:
         raise OSError(f"the box's process kept privileges: {held or status.get('NoNewPrivs')}")
 
 
-def inside_environment(env: dict[str, str]) -> dict[str, str]:
-    """A kernel's environment, as it is inside a box: its home and temporary folder the box's own."""
-    return {**env, "HOME": HOME, "TMPDIR": "/tmp"}
+# The names of what opens something else, never for a graded notebook: the hub's API token (JupyterHub gives one to
+# each service and server), OAuth and LMS secrets, passwords and keys an instructor exported.
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|(^|_)KEY$|^JUPYTERHUB_|^JPY_API", re.IGNORECASE)
+
+
+def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without the variables whose names say they hold a secret (SECRET_NAME)."""
+    return {name: value for name, value in env.items() if not SECRET_NAME.search(name)}
+
+
+@contextlib.contextmanager
+def secrets_put_away():
+    """This process's environment without its secrets while inside: a process started here (the grading server every
+    notebook's kernel is forked from) inherits none, not even in the copy of the environment at its start."""
+    secrets = {name: os.environ[name] for name in set(os.environ) - set(without_secrets(os.environ))}
+    for name in secrets:
+        del os.environ[name]
+    try:
+        yield
+    finally:
+        os.environ.update(secrets)
+
+
+def inside_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """A kernel's environment, as it is inside a box: no secret, its home and temporary folder the box's own."""
+    return {**without_secrets(env), "HOME": HOME, "TMPDIR": "/tmp"}
 
 
 def carry_connection_file(argv: list[str]) -> tuple[list[str], dict[str, bytes]]:
