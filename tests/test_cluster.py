@@ -253,6 +253,26 @@ def test_the_adversarial_class_gains_nothing_through_a_worker(cluster, demo_clas
     assert not left, "a graded notebook's process outlived its grading on a worker"
 
 
+def test_each_worker_is_asked_how_it_boxes_before_grading(cluster):
+    """The box check runs on every worker (each makes its own boxes); a worker that cannot box is named, with what to
+    do, before anything is graded."""
+    from distributed import Client
+
+    from autograder.box.check import check
+    from autograder.grading.cluster import how_workers_box, refuse_workers_that_cannot_box
+    with Client(cluster.address, timeout=30) as client:
+        boxing = how_workers_box(client)
+        workers = set(client.scheduler_info()["workers"])
+    assert set(boxing) == workers and len(workers) == 2, boxing
+    assert set(boxing.values()) == {check().who.kind}, boxing  # the workers run as this test, on this machine
+    refuse_workers_that_cannot_box(boxing)  # nothing to refuse
+    with pytest.raises(SystemExit) as refused:
+        refuse_workers_that_cannot_box({**boxing, "tcp://10.0.0.9:4711": "cannot: bubblewrap is not installed"})
+    said = str(refused.value)
+    assert "tcp://10.0.0.9:4711 (bubblewrap is not installed)" in said and "apt install bubblewrap" in said, said
+    assert not any(worker in said for worker in workers), said
+
+
 def test_a_scheduler_nobody_runs_fails_at_once_and_says_what_to_do(demo_class, tmp_path):
     demo_root, _ = demo_class
     root = tmp_path / "course"

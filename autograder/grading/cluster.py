@@ -58,6 +58,33 @@ def connect(address: str):
                          "section 7.") from None
 
 
+def how_workers_box(client) -> dict[str, str]:
+    """Each worker's address -> how it boxes a notebook (autograder.box.check, run there), or "cannot: <why>"."""
+    return client.run(_how_this_machine_boxes)
+
+
+def _how_this_machine_boxes() -> str:
+    from autograder.box.check import check
+    from autograder.box.who import BoxUnavailable
+    try:
+        return check().who.kind
+    except BoxUnavailable as why:
+        return f"cannot: {why}"
+
+
+def refuse_workers_that_cannot_box(boxing: dict[str, str]) -> None:
+    """SystemExit naming the workers of `boxing` (how_workers_box) that cannot box a notebook, before anything is
+    graded: their every job would be graded 0."""
+    unable = {worker: how for worker, how in sorted(boxing.items()) if how.startswith("cannot: ")}
+    if unable:
+        raise SystemExit("Grading boxes each hand-in on the worker that grades it, and these workers cannot make a "
+                         "box: " + "; ".join(f"{worker} ({how.removeprefix('cannot: ')})"
+                                             for worker, how in unable.items())
+                         + ". Install bubblewrap there (apt install bubblewrap) and let the worker's account make user "
+                         "namespaces, or run those workers as root; `python -m autograder.box.check` on each machine "
+                         "says how it boxes. See docs/instructor-guide.md, Security.")
+
+
 def scratch_root() -> Path:
     """This worker process's own course root, a copy of its installed course made on first use (never the
     grader's: the grader's files do not exist here)."""

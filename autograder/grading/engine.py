@@ -287,6 +287,8 @@ def grade(root: Path, assignments: list[str], jobs: int = 1, quiet: bool = True,
     if scheduler:
         from autograder.grading import cluster
         client = cluster.connect(scheduler)  # before anything is written, the lock too: a wrong address fails at once
+        if limits.boxed:
+            cluster.refuse_workers_that_cannot_box(cluster.how_workers_box(client))
     with grading_lock(root, "python -m autograder grade", say=tqdm.write):
         return _grade(root, assignments, jobs, quiet, show_progress, feedback, limits, client, only, report)
 
