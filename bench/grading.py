@@ -32,14 +32,13 @@ from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
 from autograder.demo.submissions import STUDENTS, write_submission  # noqa: E402
 from autograder.grading.engine import GRADING_DIR, grade  # noqa: E402
+# nbgrader's own autograde refuses in the course directory: the bench runs it unboxed, as the baseline it measures
+from autograder.grading.execute_in_a_job import UNBOXED_OPTION  # noqa: E402
 from autograder.nbgrader_run import nbgrader  # noqa: E402
 from autograder.paths import copy_course, notebook_path  # noqa: E402
 from autograder.authoring.release import release  # noqa: E402
 from course.about import NOTEBOOKS  # noqa: E402
 
-# nbgrader's own autograde refuses in the course directory (autograder.grading.execute_in_a_job): this bench runs it
-# unboxed on purpose, as the baseline the course's grader is measured against.
-UNBOXED = ["--ExecuteInAJob.student_code_runs_as_me=True"]
 
 def hand_in(root: Path, students: int, assignments: list[str]) -> list[str]:
     kinds = list(STUDENTS)
@@ -117,7 +116,7 @@ def main() -> None:
             print(f"plain nbgrader autograde, {notebooks} notebooks ...", flush=True)
             started = time.perf_counter()
             for assignment in args.assignments:
-                nbgrader("autograde", assignment, "--force", *UNBOXED, root=root, quiet=True, check=False)
+                nbgrader("autograde", assignment, "--force", UNBOXED_OPTION, root=root, quiet=True, check=False)
             plain = time.perf_counter() - started
             forget_grades(root, students, args.assignments)
 

@@ -13,7 +13,7 @@ from nbgrader.api import Gradebook
 from autograder.grading.engine import GRADING_DIR
 from autograder.nbgrader_run import nbgrader
 from autograder.grading.verify import OUTPUT_LIMIT
-from autograder.grading.execute_in_a_job import ExecuteInAJob
+from autograder.grading.execute_in_a_job import UNBOXED_OPTION
 from tests import adversarial
 from tests.conftest import copy_class, run_autograder
 
@@ -110,9 +110,6 @@ def test_tampering_costs_the_checks_after_it_and_gains_no_hidden_point(attacked)
     assert {a: attacked.scores[a] for a in attacks} == {**dict.fromkeys(attacks, (4, 9)), "redefines_the_checks": (5, 9)}
 
 
-RUNS_AS_ME = [f"--{ExecuteInAJob.__name__}.student_code_runs_as_me=True"]  # nbgrader's own autograde, unboxed
-
-
 def test_the_attacks_earn_points_where_nothing_guards(attacked, tmp_path):
     """The control: graded by plain `nbgrader autograde`, with tests and student code in one unguarded kernel, the
     same submissions earn points they did not: what stops them above is the guard and the grader's own verdict."""
@@ -120,7 +117,7 @@ def test_the_attacks_earn_points_where_nothing_guards(attacked, tmp_path):
     copy_class(attacked.root, root, "autograded", "feedback", GRADING_DIR)
     unfair = ("patches_allclose", "redefines_the_checks", "calls_the_reference")
     for student in unfair:
-        nbgrader("autograde", adversarial.ASSIGNMENT, f"--student={student}", "--force", *RUNS_AS_ME, root=root,
+        nbgrader("autograde", adversarial.ASSIGNMENT, f"--student={student}", "--force", UNBOXED_OPTION, root=root,
                  quiet=True)
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         earned = {s: gb.find_submission(adversarial.ASSIGNMENT, s).code_score for s in unfair}

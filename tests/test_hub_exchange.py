@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder.grading.execute_in_a_job import UNBOXED_OPTION
 from autograder.handins.inbound import as_nbgrader_time
 from autograder.hub.accounts import as_account
 from autograder.hub.layout import grader_environment
@@ -255,7 +256,7 @@ def test_a_hand_in_is_collected_and_graded_with_the_exchanges_time(hub, eva, gus
     assert all(line in answer.json()["log"] for line in warned), answer.json()["log"]
 
     # nbgrader's own autograde, which reads each copy's timestamp.txt (unboxed: this class's hand-ins are the test's)
-    _as_grader(hub, "nbgrader", "autograde", A, "--create", "--ExecuteInAJob.student_code_runs_as_me=True")
+    _as_grader(hub, "nbgrader", "autograde", A, "--create", UNBOXED_OPTION)
     with Gradebook(f"sqlite:///{hub.course_dir / 'gradebook.db'}") as gb:
         times = {name: gb.find_submission(A, name).timestamp for name in (EVA, GUS)}
         late = {name: gb.find_submission(A, name).total_seconds_late for name in (EVA, GUS)}

@@ -26,8 +26,8 @@ import resource
 import select
 import shutil
 import signal
-import subprocess
 import re
+import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass

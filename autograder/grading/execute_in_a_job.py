@@ -31,7 +31,7 @@ def refusal(assignment: str) -> str:
             f"autograde (the command, and formgrader's Autograde button) cannot box it. Grade with "
             f"`python -m autograder grade {assignment}` instead (in a terminal of the course directory; on the class "
             f"hub, formgrader's File > New > Terminal), which boxes every notebook and keeps your manual grades. To run "
-            f"nbgrader's own autograde unboxed anyway, add --ExecuteInAJob.student_code_runs_as_me=True.")
+            f"nbgrader's own autograde unboxed anyway, add {UNBOXED_OPTION}.")
 
 
 def autograde_preprocessors() -> list:
@@ -53,3 +53,7 @@ class ExecuteInAJob(Execute):
             assignment = (resources.get("nbgrader") or {}).get("assignment", "<assignment>")
             raise NotInAGradingJob(refusal(assignment))
         return super().preprocess(nb, resources, *args, **kwargs)
+
+
+# nbgrader's command-line option that runs its own autograde unboxed (the tests' unguarded control, the grading bench)
+UNBOXED_OPTION = f"--{ExecuteInAJob.__name__}.student_code_runs_as_me=True"
